@@ -1,0 +1,5 @@
+"""``python -m aiaudit``."""
+
+from aiaudit.cli import main
+
+raise SystemExit(main())

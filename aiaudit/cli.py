@@ -1,0 +1,273 @@
+"""Command line: arguments, exit codes and the one error boundary.  No audit logic here."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any, Sequence
+
+from aiaudit import __version__
+from aiaudit.errors import AuditError, ExitCode, RulesetError, UsageError
+from aiaudit.model import SEVERITIES, Severity
+
+EXIT_CODES_HELP = """\
+exit codes:
+  0  no failed rule at or above --fail-on
+  1  at least one rule at or above --fail-on failed
+  2  usage, ruleset or input error (one message on stderr, nothing scanned)
+  3  no failure at or above --fail-on, but a rule at or above it could not be
+     evaluated (error result): "could not look", not "bad host"
+  4  internal error (a bug in aiaudit: please report it)
+"""
+
+DEFAULT_RULESET = "dl-training"
+DEFAULT_FAIL_ON = "medium"
+DEFAULT_TIMEOUT = 120.0
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports errors as one line and exit code 2 (usage)."""
+
+    def error(self, message: str) -> Any:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        self.exit(ExitCode.USAGE, f"{self.prog}: error: {message}\n")
+
+
+def _positive_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not v > 0:
+        raise argparse.ArgumentTypeError(f"must be > 0: {text!r}")
+    return v
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``aiaudit`` argument parser."""
+    p = _Parser(
+        prog="aiaudit",
+        description="Read-only audit of a Linux host (or a mounted root filesystem) for "
+                    "deep-learning training: kernel tuning, limits, SSH, network, GPU stack.",
+        epilog=EXIT_CODES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--version", action="version", version=f"aiaudit {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    s = sub.add_parser("scan", help="scan the host or a root filesystem",
+                       epilog=EXIT_CODES_HELP,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    _add_ruleset(s)
+    s.add_argument("--root", default="/", metavar="DIR",
+                   help="root of the system to audit (default /); another root is scanned "
+                        "offline unless --live")
+    mode = s.add_mutually_exclusive_group()
+    mode.add_argument("--live", dest="live", action="store_true", default=None,
+                      help="read live state (/proc, /sys) under the root")
+    mode.add_argument("--offline", dest="live", action="store_false",
+                      help="only read configuration files (what the next boot will do)")
+    s.add_argument("--user", metavar="NAME",
+                   help="training user (default: $SLURM_JOB_USER, $SUDO_USER, ruleset)")
+    s.add_argument("--format", default="text", metavar="FORMAT",
+                   help="output format for stdout / --output FILE (text, json, ...)")
+    s.add_argument("--output", "-o", action="append", default=[], metavar="[FORMAT:]FILE",
+                   help="write a report to FILE (repeatable; FORMAT:FILE picks its format)")
+    s.add_argument("--fail-on", choices=SEVERITIES, default=None,
+                   help=f"lowest severity whose failure sets exit code 1 "
+                        f"(default: ruleset's, else {DEFAULT_FAIL_ON})")
+    s.add_argument("--only", nargs="+", default=[], metavar="RULE_ID",
+                   help="run only these rules")
+    s.add_argument("--skip", nargs="+", default=[], metavar="RULE_ID",
+                   help="do not run these rules")
+    s.add_argument("--timeout", type=_positive_float, default=DEFAULT_TIMEOUT,
+                   metavar="SECONDS",
+                   help=f"deadline for the whole scan (default {DEFAULT_TIMEOUT:g})")
+    s.add_argument("--rule-timeout", type=_positive_float, default=None, metavar="SECONDS",
+                   help="time one rule may take before it is abandoned (default 20)")
+    s.add_argument("--verbose", "-v", action="store_true",
+                   help="text format: show details of passed and skipped rules")
+    s.add_argument("--debug", action="store_true",
+                   help="re-raise unexpected errors in checks (for developers)")
+
+    r = sub.add_parser("rules", help="list the rules of a ruleset")
+    _add_ruleset(r)
+
+    e = sub.add_parser("explain", help="explain a rule: rationale, references, fix")
+    e.add_argument("rule_id", metavar="RULE_ID")
+    _add_ruleset(e)
+
+    v = sub.add_parser("validate", help="validate a ruleset file and report every problem")
+    v.add_argument("file", metavar="FILE")
+    return p
+
+
+def _add_ruleset(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--ruleset", default=DEFAULT_RULESET, metavar="NAME|PATH",
+                   help=f"shipped ruleset name or YAML file (default {DEFAULT_RULESET})")
+
+
+def _load_ruleset(ref: str, *, validate: bool | None = None):
+    from aiaudit import plugins, ruleset
+
+    return ruleset.load(ref, plugins.registry(), validate=validate)
+
+
+def _resolve_user(args: argparse.Namespace, rs_settings: dict[str, Any]
+                  ) -> tuple[str | None, str | None]:
+    if args.user:
+        return args.user, "--user"
+    for var in ("SLURM_JOB_USER", "SUDO_USER"):
+        if os.environ.get(var):
+            return os.environ[var], f"${var}"
+    if rs_settings.get("user"):
+        return str(rs_settings["user"]), "ruleset settings.user"
+    return None, None
+
+
+def _parse_outputs(args: argparse.Namespace, known: set[str]) -> list[tuple[str, str | None]]:
+    """[(format, path or None for stdout)]."""
+    if args.format not in known:
+        raise UsageError(f"unknown format {args.format!r} (known: {', '.join(sorted(known))})")
+    outs: list[tuple[str, str | None]] = []
+    for spec in args.output:
+        fmt, sep, path = spec.partition(":")
+        if sep and fmt in known:
+            outs.append((fmt, path))
+        elif sep and fmt and "/" not in fmt and not os.path.exists(spec):
+            raise UsageError(f"--output {spec}: unknown format {fmt!r} "
+                             f"(known: {', '.join(sorted(known))})")
+        else:
+            outs.append((args.format, spec))
+    for _, path in outs:
+        if not path:
+            raise UsageError("--output needs a file name")
+    if not outs:
+        outs.append((args.format, None))
+    return outs
+
+
+def cmd_scan(args: argparse.Namespace) -> int:
+    """``aiaudit scan``."""
+    from aiaudit import plugins
+    from aiaudit.host import Host
+    from aiaudit.runner import ScanOptions, exit_status, scan
+
+    if not os.path.isdir(args.root):
+        raise UsageError(f"--root {args.root}: not a directory")
+    reg = plugins.registry()
+    outputs = _parse_outputs(args, set(reg.reporters))
+    rs = _load_ruleset(args.ruleset)
+    ids = {r.id for r in rs.rules} | set(rs.disabled)
+    for rid in [*args.only, *args.skip]:
+        if rid not in ids:
+            raise UsageError(f"unknown rule {rid!r} in ruleset {rs.name}")
+    fail_on = Severity(args.fail_on or rs.settings.get("fail_on") or DEFAULT_FAIL_ON)
+    user, user_source = _resolve_user(args, dict(rs.settings))
+    host = Host(args.root, live=args.live)
+    opts = ScanOptions(
+        user=user, user_source=user_source, only=tuple(args.only), skip=tuple(args.skip),
+        timeout=args.timeout, fail_on=fail_on, reraise=args.debug,
+        **({"rule_timeout": args.rule_timeout} if args.rule_timeout else {}),
+    )
+    run = scan(rs, host, opts)
+    for fmt, path in outputs:
+        color = (path is None and sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+                 and os.environ.get("TERM") != "dumb")
+        text = reg.reporters[fmt].render(run, {"color": color, "verbose": args.verbose})
+        if path is None:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        else:
+            _write(path, text)
+    return exit_status(run, fail_on)
+
+
+def _write(path: str, text: str) -> None:
+    try:
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {exc.strerror}") from None
+
+
+def cmd_rules(args: argparse.Namespace) -> int:
+    """``aiaudit rules``."""
+    rs = _load_ruleset(args.ruleset)
+    width = max((len(r.id) for r in rs.rules), default=10)
+    print(f"# {rs.name} {rs.version}: {len(rs.rules)} rules")
+    for r in rs.rules:
+        print(f"{r.id:<{width}}  {r.info.severity.value:<8}  {r.info.title}")
+    return ExitCode.OK
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    """``aiaudit explain RULE_ID``."""
+    import json
+
+    rs = _load_ruleset(args.ruleset)
+    rule = rs.get(args.rule_id)
+    if rule is None:
+        raise UsageError(f"unknown rule {args.rule_id!r} in ruleset {rs.name}")
+    i = rule.info
+    print(f"{i.id}: {i.title}")
+    print(f"severity: {i.severity.value}   check: {i.check}   ruleset: {rs.name} {rs.version}")
+    if i.tags:
+        print(f"tags: {', '.join(i.tags)}")
+    if i.rationale:
+        print(f"\nWhy it matters:\n  {i.rationale.strip()}")
+    print(f"\nWhat it checks:\n  {rule.check.title}.")
+    if rule.check.description:
+        print(f"  {rule.check.description.strip()}")
+    print(f"  params: {json.dumps(dict(rule.params), sort_keys=True)}")
+    if i.remediation:
+        print(f"\nHow to fix:\n  {i.remediation.strip()}")
+    else:
+        print("\nHow to fix:\n  Each failing result carries its own fix (file drop-ins and "
+              "commands); see the scan report.")
+    if i.references:
+        print("\nReferences:")
+        for ref in i.references:
+            print(f"  - {ref}")
+    return ExitCode.OK
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    """``aiaudit validate FILE``."""
+    rs = _load_ruleset(args.file if "/" in args.file else os.path.join(".", args.file),
+                       validate=True)
+    print(f"{args.file}: ok ({rs.name} {rs.version}, {len(rs.rules)} rules)")
+    return ExitCode.OK
+
+
+COMMANDS = {"scan": cmd_scan, "rules": cmd_rules, "explain": cmd_explain,
+            "validate": cmd_validate}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point; the one error boundary of aiaudit.  Returns the exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not args.command:
+        parser.print_help(sys.stderr)
+        return ExitCode.USAGE
+    try:
+        return int(COMMANDS[args.command](args))
+    except RulesetError as exc:
+        for problem in exc.problems:
+            print(f"aiaudit: error: {problem}", file=sys.stderr)
+        return ExitCode.USAGE
+    except AuditError as exc:
+        print(f"aiaudit: error: {exc}", file=sys.stderr)
+        return ExitCode.USAGE
+    except BrokenPipeError:
+        return ExitCode.OK
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:
+        if getattr(args, "debug", False):
+            raise
+        print(f"aiaudit: internal error: {type(exc).__name__}: {exc} "
+              "(run with --debug for a traceback)", file=sys.stderr)
+        return 4

@@ -1,0 +1,74 @@
+"""Value comparisons shared by param-driven checks (equal, at most, at least, one of...)."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+OPS = ("eq", "ne", "lt", "le", "gt", "ge", "in", "not_in")
+OP_TEXT = {"eq": "=", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "in": "one of",
+           "not_in": "not one of"}
+
+
+def _num(v: Any) -> int | float | None:
+    if isinstance(v, bool):
+        return int(v)
+    if isinstance(v, (int, float)):
+        return v
+    try:
+        return int(str(v).strip(), 10)
+    except ValueError:
+        try:
+            return float(str(v).strip())
+        except ValueError:
+            return None
+
+
+def _eq(a: Any, b: Any) -> bool:
+    na, nb = _num(a), _num(b)
+    if na is not None and nb is not None:
+        return na == nb
+    return " ".join(str(a).split()) == " ".join(str(b).split())
+
+
+def holds(actual: Any, op: str, expected: Any) -> bool:
+    """True if ``actual op expected``.  Numbers compare numerically (``"0010" == 10``),
+    anything else as whitespace-normalised text; an ordering against a non-number is false.
+    """
+    if op == "eq":
+        return _eq(actual, expected)
+    if op == "ne":
+        return not _eq(actual, expected)
+    if op in ("in", "not_in"):
+        choices = expected if isinstance(expected, (list, tuple)) else [expected]
+        found = any(_eq(actual, c) for c in choices)
+        return found if op == "in" else not found
+    na, nb = _num(actual), _num(expected)
+    if na is None or nb is None:
+        return False
+    return {"lt": na < nb, "le": na <= nb, "gt": na > nb, "ge": na >= nb}[op]
+
+
+def describe(op: str, expected: Any) -> str:
+    """Human form of an expectation (``<= 10``, ``one of none, mq-deadline``)."""
+    if isinstance(expected, (list, tuple)):
+        expected = ", ".join(str(e) for e in expected)
+    return f"{OP_TEXT.get(op, op)} {expected}"
+
+
+def fields_hold(actual: str, fields: Sequence[dict[str, Any] | None]) -> list[int]:
+    """Indexes of the fields of a multi-value ``actual`` (whitespace separated) that
+    do not satisfy their expectation (``None`` = any value).  A missing field fails."""
+    parts = actual.split()
+    bad = []
+    for i, spec in enumerate(fields):
+        if spec is None:
+            continue
+        if i >= len(parts) or not holds(parts[i], spec["op"], spec["value"]):
+            bad.append(i)
+    return bad
+
+
+def describe_fields(fields: Sequence[dict[str, Any] | None]) -> str:
+    """Human form of per-field expectations (``[>= 4096] [any] [>= 16777216]``)."""
+    return " ".join("[any]" if f is None else f"[{describe(f['op'], f['value'])}]"
+                    for f in fields)

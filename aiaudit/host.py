@@ -1,0 +1,509 @@
+"""The :class:`Host`: the only code that touches the scanned machine.
+
+Every path a check asks for is a path *as seen on the audited host* (``/etc/ssh/sshd_config``);
+the Host joins it under the scan root and resolves symlinks itself, component by component,
+so that an absolute link target is re-rooted (as a chroot would see it) and a link that climbs
+above the root is refused (:class:`~aiaudit.errors.PathEscape`).  Only regular files are
+opened, never FIFOs or devices (they could block or have side effects), reads are size-capped
+and cached for the run, live state (``/proc``, ``/sys``) is read only in live mode, and commands
+run only when the real ``/`` is scanned live, from the real system, with a timeout.
+"""
+
+from __future__ import annotations
+
+import errno
+import fnmatch
+import os
+import signal
+import stat
+import subprocess
+import threading
+import time
+from dataclasses import dataclass
+from typing import Callable, Sequence, TypeVar
+
+from aiaudit.errors import (
+    CommandError,
+    HostError,
+    LiveStateUnavailable,
+    NotFound,
+    NotRegularFile,
+    PathEscape,
+    TooLarge,
+)
+
+DEFAULT_READ_CAP = 4 * 1024 * 1024
+"""Largest file read by default (bytes).  Config files are far smaller; a 100 MB
+``sysctl.conf`` is an error result, not a memory spike."""
+
+MAX_SYMLINKS = 40
+"""Same bound as the kernel's ``MAXSYMLINKS``: more hops is a loop (ELOOP)."""
+
+LIVE_PREFIXES = ("/proc/", "/sys/")
+"""Paths that hold live kernel state: only readable in live mode."""
+
+TRUSTED_BIN_DIRS = ("/usr/sbin", "/usr/bin", "/sbin", "/bin")
+"""Where commands are looked up on the real system (never inside another root)."""
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class _Raised:
+    exc: Exception
+
+
+_O_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NOCTTY
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    """Outcome of a command run on the live host."""
+
+    argv: tuple[str, ...]
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+class Deadline:
+    """A monotonic point in time after which the scan must stop waiting."""
+
+    def __init__(self, seconds: float | None) -> None:
+        self.at = None if seconds is None else time.monotonic() + seconds
+
+    def remaining(self) -> float | None:
+        """Seconds left (never negative), or ``None`` for no deadline."""
+        if self.at is None:
+            return None
+        return max(0.0, self.at - time.monotonic())
+
+    def expired(self) -> bool:
+        """True once the deadline has passed."""
+        return self.at is not None and time.monotonic() >= self.at
+
+
+def _norm(path: str) -> list[str]:
+    """Split a host path into components, dropping empty parts and ``.``."""
+    return [p for p in path.split("/") if p and p != "."]
+
+
+class Host:
+    """Read-only, root-confined view of the audited system.
+
+    ``root`` is the directory the audited system is mounted at (``/`` for this machine).
+    ``live`` says whether ``/proc`` and ``/sys`` under that root hold state to read.
+    """
+
+    def __init__(
+        self,
+        root: str = "/",
+        *,
+        live: bool | None = None,
+        read_cap: int = DEFAULT_READ_CAP,
+        allow_commands: bool | None = None,
+        command_timeout: float = 5.0,
+        deadline: Deadline | None = None,
+    ) -> None:
+        real = os.path.realpath(root)
+        if not os.path.isdir(real):
+            raise NotFound(f"scan root {root!r} is not a directory")
+        self.root = real
+        """Real path of the scan root on this machine."""
+        self.is_real_root = real == "/"
+        """True when the scanned system is the one we run on."""
+        self.live = self.is_real_root if live is None else live
+        """Whether live state (/proc, /sys) may be read."""
+        self.read_cap = read_cap
+        self.allow_commands = (
+            (self.is_real_root and self.live) if allow_commands is None else allow_commands
+        )
+        self.command_timeout = command_timeout
+        self.deadline = deadline or Deadline(None)
+        self._lock = threading.Lock()
+        self._bytes: dict[str, bytes | HostError] = {}
+        self._resolved: dict[str, str | HostError] = {}
+        self._memo: dict[object, object] = {}
+        self.reads = 0
+        """Number of files actually opened (cache misses); for tests and benchmarks."""
+
+    # ------------------------------------------------------------------ memo
+    def memo(self, key: object, factory: Callable[[], T]) -> T:
+        """Per-run cache for data derived from the host (parsed configs shared by many
+        rules): ``factory()`` runs once per key; its exception is cached and re-raised too.
+        """
+        with self._lock:
+            if key in self._memo:
+                hit = self._memo[key]
+                if isinstance(hit, _Raised):
+                    raise hit.exc
+                return hit  # type: ignore[return-value]
+        try:
+            value = factory()
+        except Exception as exc:
+            with self._lock:
+                self._memo[key] = _Raised(exc)
+            raise
+        with self._lock:
+            self._memo.setdefault(key, value)
+            return self._memo[key]  # type: ignore[return-value]
+
+    # ----------------------------------------------------------------- paths
+    @property
+    def mode(self) -> str:
+        """``live`` or ``offline``."""
+        return "live" if self.live else "offline"
+
+    def real(self, hostpath: str) -> str:
+        """The path on this machine for an already-resolved host path."""
+        if self.is_real_root:
+            return hostpath
+        return self.root + hostpath if hostpath != "/" else self.root
+
+    def display(self, hostpath: str) -> str:
+        """Host path as shown in evidence: relative to the root for files."""
+        return hostpath.lstrip("/")
+
+    def _check_live(self, path: str) -> None:
+        if not self.live and (path.startswith(LIVE_PREFIXES) or path in ("/proc", "/sys")):
+            raise LiveStateUnavailable(f"{path}: live state is not read in an offline scan")
+
+    def resolve(self, path: str, *, strict: bool = True) -> str:
+        """Resolve ``path`` (a host path) to a canonical host path, following symlinks
+        inside the root.
+
+        Raises :class:`PathEscape` if a ``..`` or a relative link climbs above the root,
+        :class:`HostError` on a symlink loop, and with ``strict`` :class:`NotFound` when a
+        component does not exist.  Without ``strict`` the missing tail is appended as is.
+        """
+        if not path.startswith("/"):
+            raise HostError(f"{path!r}: host paths must be absolute")
+        key = f"{int(strict)}{path}"
+        cached = self._resolved.get(key)
+        if cached is not None:
+            if isinstance(cached, HostError):
+                raise cached
+            return cached
+        try:
+            out = self._resolve(path, strict)
+        except HostError as exc:
+            self._resolved[key] = exc
+            raise
+        self._resolved[key] = out
+        return out
+
+    def _resolve(self, path: str, strict: bool) -> str:
+        todo = _norm(path)
+        todo.reverse()
+        done: list[str] = []
+        hops = 0
+        while todo:
+            part = todo.pop()
+            if part == "..":
+                if not done:
+                    raise PathEscape(f"{path}: '..' leads outside the scanned root")
+                done.pop()
+                continue
+            cand = "/" + "/".join([*done, part])
+            try:
+                st = os.lstat(self.real(cand))
+            except FileNotFoundError:
+                if strict:
+                    raise NotFound(f"{path}: no such file or directory") from None
+                done.append(part)
+                done.extend(reversed(todo))
+                return "/" + "/".join(done)
+            except NotADirectoryError:
+                raise NotFound(f"{path}: a component is not a directory") from None
+            except OSError as exc:
+                raise HostError(f"{path}: {exc.strerror}") from None
+            if stat.S_ISLNK(st.st_mode):
+                hops += 1
+                if hops > MAX_SYMLINKS:
+                    raise HostError(f"{path}: too many levels of symbolic links")
+                try:
+                    target = os.readlink(self.real(cand))
+                except OSError as exc:
+                    raise HostError(f"{path}: {exc.strerror}") from None
+                if target.startswith("/"):
+                    done = []
+                parts = _norm(target)
+                parts.reverse()
+                todo.extend(parts)
+                continue
+            done.append(part)
+        return "/" + "/".join(done)
+
+    # --------------------------------------------------------------- queries
+    def lstat(self, path: str) -> os.stat_result:
+        """``lstat`` of ``path`` (its parent resolved, the last component not followed)."""
+        self._check_live(path)
+        parent, _, name = path.rstrip("/").rpartition("/")
+        base = self.resolve(parent or "/")
+        full = (base.rstrip("/") + "/" + name) if name else base
+        try:
+            return os.lstat(self.real(full))
+        except FileNotFoundError:
+            raise NotFound(f"{path}: no such file or directory") from None
+        except OSError as exc:
+            raise HostError(f"{path}: {exc.strerror}") from None
+
+    def stat(self, path: str) -> os.stat_result:
+        """``stat`` of ``path`` with symlinks followed inside the root."""
+        self._check_live(path)
+        real = self.real(self.resolve(path))
+        try:
+            return os.lstat(real)
+        except FileNotFoundError:
+            raise NotFound(f"{path}: no such file or directory") from None
+        except OSError as exc:
+            raise HostError(f"{path}: {exc.strerror}") from None
+
+    def exists(self, path: str) -> bool:
+        """True if ``path`` exists (symlinks followed inside the root).
+
+        A link that escapes the root or loops counts as not existing.
+        """
+        try:
+            self.stat(path)
+        except HostError:
+            return False
+        return True
+
+    def is_dir(self, path: str) -> bool:
+        """True if ``path`` is a directory (after following symlinks inside the root)."""
+        try:
+            return stat.S_ISDIR(self.stat(path).st_mode)
+        except HostError:
+            return False
+
+    def is_file(self, path: str) -> bool:
+        """True if ``path`` is a regular file (after following symlinks inside the root)."""
+        try:
+            return stat.S_ISREG(self.stat(path).st_mode)
+        except HostError:
+            return False
+
+    def readlink(self, path: str) -> str | None:
+        """The raw target of ``path`` if it is a symlink, else ``None``."""
+        try:
+            st = self.lstat(path)
+        except HostError:
+            return None
+        if not stat.S_ISLNK(st.st_mode):
+            return None
+        parent, _, name = path.rstrip("/").rpartition("/")
+        base = self.resolve(parent or "/")
+        try:
+            return os.readlink(self.real(base.rstrip("/") + "/" + name))
+        except OSError:
+            return None
+
+    def is_masked(self, path: str) -> bool:
+        """True if ``path`` is a symlink to ``/dev/null`` (systemd/udev masking)."""
+        return self.readlink(path) == "/dev/null"
+
+    def listdir(self, path: str) -> list[str]:
+        """Names in directory ``path``, sorted bytewise (``strcmp`` order); [] if absent."""
+        self._check_live(path)
+        try:
+            real = self.real(self.resolve(path))
+        except NotFound:
+            return []
+        try:
+            names = os.listdir(real)
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        except OSError as exc:
+            raise HostError(f"{path}: {exc.strerror}") from None
+        return sorted(names, key=_strcmp_key)
+
+    def glob(self, pattern: str) -> list[str]:
+        """Host paths matching a shell glob (``*?[``, per component, no dotfiles for
+        wildcards), sorted bytewise.  Symlinks inside the root are followed."""
+        parts = _norm(pattern)
+        paths = ["/"]
+        for i, part in enumerate(parts):
+            last = i == len(parts) - 1
+            nxt: list[str] = []
+            for base in paths:
+                prefix = base.rstrip("/") + "/"
+                if not any(c in part for c in "*?["):
+                    cand = prefix + part
+                    if (self.exists(cand) if last else self.is_dir(cand)):
+                        nxt.append(cand)
+                    continue
+                try:
+                    names = self.listdir(base)
+                except HostError:
+                    continue
+                for name in names:
+                    if name.startswith(".") and not part.startswith("."):
+                        continue
+                    if fnmatch.fnmatchcase(name, part):
+                        cand = prefix + name
+                        if last or self.is_dir(cand):
+                            nxt.append(cand)
+            paths = nxt
+        return sorted(paths, key=_strcmp_key) if parts else []
+
+    # ----------------------------------------------------------------- reads
+    def read_bytes(self, path: str, *, cap: int | None = None) -> bytes:
+        """Content of regular file ``path`` (cached for the run).
+
+        Raises :class:`NotFound`, :class:`NotRegularFile`, :class:`TooLarge`,
+        :class:`PathEscape`, :class:`LiveStateUnavailable` or :class:`HostError`.
+        """
+        self._check_live(path)
+        limit = self.read_cap if cap is None else cap
+        key = path
+        cached = self._bytes.get(key)
+        if cached is not None:
+            if isinstance(cached, HostError):
+                raise cached
+            if len(cached) <= limit:
+                return cached
+        try:
+            data = self._read(path, limit)
+        except HostError as exc:
+            with self._lock:
+                self._bytes[key] = exc
+            raise
+        with self._lock:
+            self._bytes[key] = data
+        return data
+
+    def _read(self, path: str, limit: int) -> bytes:
+        real = self.real(self.resolve(path))
+        try:
+            st = os.lstat(real)
+        except FileNotFoundError:
+            raise NotFound(f"{path}: no such file or directory") from None
+        except OSError as exc:
+            raise HostError(f"{path}: {exc.strerror}") from None
+        if not stat.S_ISREG(st.st_mode):
+            raise NotRegularFile(f"{path}: not a regular file ({_kind(st.st_mode)})")
+        if st.st_size > limit:
+            raise TooLarge(f"{path}: {st.st_size} bytes, over the {limit}-byte read cap")
+        try:
+            fd = os.open(real, _O_FLAGS)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise HostError(f"{path}: changed into a symlink while reading") from None
+            raise HostError(f"{path}: {exc.strerror}") from None
+        self.reads += 1
+        try:
+            fst = os.fstat(fd)
+            if not stat.S_ISREG(fst.st_mode):
+                raise NotRegularFile(f"{path}: not a regular file ({_kind(fst.st_mode)})")
+            chunks: list[bytes] = []
+            total = 0
+            while True:
+                try:
+                    chunk = os.read(fd, min(65536, limit + 1 - total))
+                except OSError as exc:
+                    raise HostError(f"{path}: {exc.strerror}") from None
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                total += len(chunk)
+                if total > limit:
+                    raise TooLarge(f"{path}: over the {limit}-byte read cap")
+            return b"".join(chunks)
+        finally:
+            os.close(fd)
+
+    def read_text(self, path: str, *, cap: int | None = None) -> str:
+        """Content of ``path`` decoded as UTF-8 (undecodable bytes replaced)."""
+        return self.read_bytes(path, cap=cap).decode("utf-8", errors="replace")
+
+    def try_read_text(self, path: str) -> str | None:
+        """Like :meth:`read_text` but ``None`` when the file does not exist."""
+        try:
+            return self.read_text(path)
+        except NotFound:
+            return None
+
+    # -------------------------------------------------------------- commands
+    def run(self, argv: Sequence[str], *, timeout: float | None = None) -> CommandResult:
+        """Run a command of the real system (only when scanning ``/`` live).
+
+        ``argv[0]`` is a bare program name looked up in :data:`TRUSTED_BIN_DIRS` of the real
+        system.  The command gets an empty environment but ``PATH``/``LC_ALL=C``, runs in its
+        own session and is killed (whole process group) at ``timeout`` or the scan deadline.
+        """
+        if not self.allow_commands:
+            raise LiveStateUnavailable(
+                f"{argv[0]}: commands run only when scanning the real / live"
+            )
+        exe = which(argv[0])
+        if exe is None:
+            raise CommandError(f"{argv[0]}: not installed")
+        limit = self.command_timeout if timeout is None else timeout
+        remaining = self.deadline.remaining()
+        if remaining is not None:
+            limit = min(limit, remaining)
+        env = {"PATH": ":".join(TRUSTED_BIN_DIRS), "LC_ALL": "C"}
+        try:
+            proc = subprocess.Popen(
+                [exe, *argv[1:]],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=env,
+                start_new_session=True,
+                close_fds=True,
+            )
+        except OSError as exc:
+            raise CommandError(f"{argv[0]}: {exc.strerror}") from None
+        try:
+            out, err = proc.communicate(timeout=limit)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            raise CommandError(f"{' '.join(argv)}: timed out after {limit:.1f}s") from None
+        return CommandResult(
+            tuple(argv),
+            proc.returncode,
+            out[: self.read_cap].decode("utf-8", errors="replace"),
+            err[:65536].decode("utf-8", errors="replace"),
+        )
+
+
+def which(name: str) -> str | None:
+    """Absolute path of ``name`` in the real system's trusted bin dirs, or ``None``."""
+    if "/" in name:
+        return name if name.startswith(TRUSTED_BIN_DIRS) and os.access(name, os.X_OK) else None
+    for d in TRUSTED_BIN_DIRS:
+        cand = os.path.join(d, name)
+        if os.path.isfile(cand) and os.access(cand, os.X_OK):
+            return cand
+    return None
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:
+        pass
+    try:
+        proc.communicate(timeout=1)
+    except (subprocess.TimeoutExpired, OSError):
+        pass
+
+
+def _strcmp_key(name: str) -> bytes:
+    return name.encode("utf-8", errors="surrogateescape")
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "directory"
+    if stat.S_ISFIFO(mode):
+        return "FIFO"
+    if stat.S_ISCHR(mode):
+        return "character device"
+    if stat.S_ISBLK(mode):
+        return "block device"
+    if stat.S_ISSOCK(mode):
+        return "socket"
+    return "special file"

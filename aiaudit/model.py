@@ -1,0 +1,262 @@
+"""Frozen data model shared by checks, the runner and reporters.
+
+Data flows one way: a check yields :class:`Result` objects; the runner turns each into a
+:class:`Finding` (rule id, severity, waiver applied) and collects them in one
+:class:`RunResult`, which every reporter renders.  Nothing here does I/O.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+
+class Status(str, enum.Enum):
+    """Outcome of one rule for one subject."""
+
+    PASS = "pass"
+    """The host is as the rule expects."""
+    FAIL = "fail"
+    """The host is not as the rule expects."""
+    ERROR = "error"
+    """The rule could not be evaluated (unreadable file, invalid config, timeout...)."""
+    SKIP = "skip"
+    """The rule does not apply to this host (the reason is the message)."""
+    WAIVED = "waived"
+    """A failure covered by a valid waiver; it does not fail the gate."""
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class Severity(str, enum.Enum):
+    """How bad a failed rule is.  Set by the ruleset, never by a check."""
+
+    INFO = "info"
+    LOW = "low"
+    MEDIUM = "medium"
+    HIGH = "high"
+    CRITICAL = "critical"
+
+    @property
+    def rank(self) -> int:
+        """0 for info up to 4 for critical; used for thresholds and sorting."""
+        return _SEVERITY_RANK[self]
+
+    def __str__(self) -> str:
+        return self.value
+
+
+_SEVERITY_RANK = {s: i for i, s in enumerate(Severity)}
+
+SEVERITIES: tuple[str, ...] = tuple(s.value for s in Severity)
+"""The severity names in ascending order."""
+
+
+class Aspect(str, enum.Enum):
+    """Which side of a setting a result is about.
+
+    ``runtime`` is the state the kernel/daemon has now, ``persisted`` is what the
+    configuration will produce at the next boot, and ``drift`` is a disagreement between
+    the two (right now but reverts at reboot, or configured but not applied).
+    """
+
+    RUNTIME = "runtime"
+    PERSISTED = "persisted"
+    DRIFT = "drift"
+    CONFIG = "config"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """Where a value came from: a file and line, or a /proc, /sys path or command.
+
+    ``source`` is the display form: ``etc/sysctl.d/10-x.conf:3`` for a file under the scanned
+    root (relative, like a SARIF artifact), ``/proc/sys/vm/swappiness`` for live state.
+    """
+
+    source: str
+    """Display form of the location (``path`` or ``path:line``)."""
+    value: str | None = None
+    """The raw value or line text found there."""
+    path: str | None = None
+    """The path as seen on the audited host (absolute), when it is a file."""
+    line: int | None = None
+    """1-based line number in ``path``."""
+    kind: str = "file"
+    """``file`` (a config file), ``runtime`` (/proc, /sys), ``command`` or ``default``."""
+
+    @classmethod
+    def file(cls, path: str, line: int | None = None, value: str | None = None) -> Evidence:
+        """Evidence for a config file on the audited host (``path`` absolute)."""
+        rel = path.lstrip("/")
+        source = f"{rel}:{line}" if line is not None else rel
+        return cls(source=source, value=value, path=path, line=line, kind="file")
+
+    @classmethod
+    def runtime(cls, path: str, value: str | None = None) -> Evidence:
+        """Evidence for live kernel state read from ``path`` (``/proc/...``, ``/sys/...``)."""
+        return cls(source=path, value=value, path=path, kind="runtime")
+
+    @classmethod
+    def command(cls, argv: str, value: str | None = None) -> Evidence:
+        """Evidence from a command run on the live host."""
+        return cls(source=argv, value=value, kind="command")
+
+    @classmethod
+    def default(cls, what: str, value: str | None = None) -> Evidence:
+        """Evidence that a compiled-in or documented default decided."""
+        return cls(source=what, value=value, kind="default")
+
+
+@dataclass(frozen=True)
+class Snippet:
+    """One piece of a fix: a file to drop in, or a command to run now."""
+
+    kind: str
+    """``file`` (write ``content`` to ``path``) or ``command`` (run ``content``)."""
+    content: str
+    """File content, or the shell command line."""
+    path: str | None = None
+    """Target path on the host for ``file`` snippets."""
+    description: str = ""
+    """One line saying what the snippet does."""
+
+    @classmethod
+    def file(cls, path: str, content: str, description: str = "") -> Snippet:
+        """A drop-in file to install at ``path``."""
+        return cls(kind="file", content=content, path=path, description=description)
+
+    @classmethod
+    def command(cls, content: str, description: str = "") -> Snippet:
+        """A command that fixes the running state now."""
+        return cls(kind="command", content=content, description=description)
+
+
+@dataclass(frozen=True)
+class Remediation:
+    """How to fix a failing result."""
+
+    summary: str
+    snippets: tuple[Snippet, ...] = ()
+
+
+@dataclass(frozen=True)
+class Result:
+    """What a check found for one subject.  Checks never set severity: the rule does."""
+
+    status: Status
+    subject: str
+    """What the result is about: a sysctl key, a device, a user, a file..."""
+    message: str
+    """One human sentence; for ``skip`` the reason, for ``error`` what went wrong."""
+    expected: str | None = None
+    actual: str | None = None
+    aspect: Aspect | None = None
+    evidence: tuple[Evidence, ...] = ()
+    remediation: Remediation | None = None
+    data: Mapping[str, Any] = field(default_factory=dict)
+    """Extra machine-readable facts (JSON-serialisable), e.g. per-field comparison."""
+
+
+@dataclass(frozen=True)
+class Waiver:
+    """An accepted exception for a rule (and optionally subject/host patterns)."""
+
+    rule: str
+    reason: str
+    owner: str
+    expires: str
+    """ISO date (YYYY-MM-DD); the waiver stops applying after that day."""
+    subject: str | None = None
+    host: str | None = None
+    source: str = ""
+    """Where the waiver was declared (file:line)."""
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A :class:`Result` bound to the rule that produced it."""
+
+    rule_id: str
+    check: str
+    severity: Severity
+    title: str
+    result: Result
+    waiver: Waiver | None = None
+
+    @property
+    def status(self) -> Status:
+        """The effective status (``waived`` when a waiver applied to a failure)."""
+        return Status.WAIVED if self.waiver is not None else self.result.status
+
+
+@dataclass(frozen=True)
+class HostInfo:
+    """Identity of the scanned host or image."""
+
+    hostname: str
+    machine_id: str | None
+    os_name: str | None
+    os_version: str | None
+    os_id: str | None
+    kernel: str | None
+    root: str
+    mode: str
+    """``live`` or ``offline``."""
+    product_uuid: str | None = None
+    image_id: str | None = None
+
+
+@dataclass(frozen=True)
+class RuleInfo:
+    """The descriptive part of a rule, as reporters need it."""
+
+    id: str
+    check: str
+    severity: Severity
+    title: str
+    rationale: str = ""
+    references: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    description: str = ""
+    """What the bound check does (from the check spec)."""
+    remediation: str = ""
+    """Generic fix text from the ruleset, shown when a result carries none."""
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """Everything one scan produced; the single input of every reporter."""
+
+    tool_version: str
+    run_id: str
+    started: str
+    """UTC start time, RFC 3339."""
+    duration_s: float
+    host: HostInfo
+    ruleset: str
+    ruleset_version: str
+    rules: tuple[RuleInfo, ...]
+    findings: tuple[Finding, ...]
+    fail_on: Severity = Severity.HIGH
+    notices: tuple[str, ...] = ()
+    """Run-level remarks (expired or unused waivers, deadline reached...)."""
+
+    def counts(self) -> dict[str, int]:
+        """Number of findings per effective status (every status present, zeros kept)."""
+        out = {s.value: 0 for s in Status}
+        for f in self.findings:
+            out[f.status.value] += 1
+        return out
+
+    def counts_by_severity(self) -> dict[str, dict[str, int]]:
+        """Number of findings per severity and effective status."""
+        out = {sev.value: {s.value: 0 for s in Status} for sev in Severity}
+        for f in self.findings:
+            out[f.severity.value][f.status.value] += 1
+        return out

@@ -1,0 +1,58 @@
+"""dpkg status database (``/var/lib/dpkg/status``): installed package versions.
+
+Format: deb822 stanzas separated by blank lines; ``Package``, ``Status``, ``Version``...
+(dpkg(1), deb-control(5)).  Continuation lines start with a space and are ignored here.
+"""
+
+from __future__ import annotations
+
+import re
+
+from aiaudit.errors import ParseError
+
+
+def parse_status(text: str) -> dict[str, dict[str, str]]:
+    """Installed packages: ``{name: {field: value}}``.  Only stanzas whose ``Status`` ends
+    in ``installed`` count; for multi-arch duplicates the first wins."""
+    if "\x00" in text:
+        raise ParseError("binary content in dpkg status")
+    out: dict[str, dict[str, str]] = {}
+    for stanza in re.split(r"\n\s*\n", text):
+        fields: dict[str, str] = {}
+        for line in stanza.splitlines():
+            if not line or line[0] in " \t#":
+                continue
+            key, sep, value = line.partition(":")
+            if sep:
+                fields[key.strip()] = value.strip()
+        name = fields.get("Package")
+        if not name or not fields.get("Status", "").endswith(" installed"):
+            continue
+        out.setdefault(name, fields)
+    return out
+
+
+def upstream_version(version: str) -> str:
+    """Upstream part of a Debian version: drop the ``epoch:`` and the ``-revision``.
+
+    >>> upstream_version("2:4.0.2-3")
+    '4.0.2'
+    """
+    v = version.split(":", 1)[1] if ":" in version else version
+    if "-" in v:
+        v = v.rsplit("-", 1)[0]
+    return v
+
+
+def version_tuple(version: str) -> tuple[int, ...]:
+    """Leading numeric components of a version (``4.0.2`` -> ``(4, 0, 2)``), for
+    coarse comparisons; stops at the first non-numeric component."""
+    out = []
+    for part in re.split(r"[.+~-]", version):
+        m = re.match(r"\d+", part)
+        if not m:
+            break
+        out.append(int(m.group()))
+        if m.end() != len(part):
+            break
+    return tuple(out)

@@ -1,0 +1,234 @@
+"""sysctl.d parsing and the effective persisted value, as systemd-sysctl and procps decide.
+
+Sources: systemd ``src/sysctl/sysctl.c`` (``parse_file``, ``apply_all``,
+``apply_glob_option``), ``src/basic/sysctl-util.c`` (``sysctl_normalize``),
+``src/basic/conf-files.c``; procps-ng ``src/sysctl.c`` (``PreloadSystem``, ``Preload``);
+sysctl.d(5).  See SEMANTICS §3.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+from aiaudit.errors import ParseError
+
+SYSTEMD_DIRS = ("/etc/sysctl.d", "/run/sysctl.d", "/usr/local/lib/sysctl.d", "/usr/lib/sysctl.d")
+"""systemd ``CONF_PATHS("sysctl.d")`` in priority order (split-usr ``/lib`` dropped ~v255;
+on merged-usr systems it is the same directory as ``/usr/lib``)."""
+SYSTEMD_DIRS_SPLIT_USR = (*SYSTEMD_DIRS, "/lib/sysctl.d")
+PROCPS4_DIRS = ("/etc/sysctl.d", "/run/sysctl.d", "/usr/local/lib/sysctl.d", "/usr/lib/sysctl.d",
+                "/lib/sysctl.d")
+"""procps-ng 4.0.x and 3.3.17 ``sysctl --system`` directory order."""
+PROCPS_OLD_DIRS = ("/run/sysctl.d", "/etc/sysctl.d", "/usr/local/lib/sysctl.d",
+                   "/usr/lib/sysctl.d", "/lib/sysctl.d")
+"""procps 3.3.15 and 3.3.16 read ``/run`` before ``/etc`` (a same-name /run file wins)."""
+SYSCTL_CONF = "/etc/sysctl.conf"
+MAX_LINE = 4096 * 8  # systemd LONG_LINE_MAX is 1 MiB; anything beyond a few KB is garbage
+_GLOB_CHARS = "*?["
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One meaningful line of a sysctl.d file."""
+
+    key: str
+    """Normalised key in slash form (``net/ipv4/conf/eth0.100/rp_filter``)."""
+    value: str | None
+    """The value (stripped), or ``None`` for a ``-key`` exclusion entry."""
+    ignore_failure: bool
+    file: str
+    """Host path of the file."""
+    line: int
+    raw: str
+
+    @property
+    def is_glob(self) -> bool:
+        """True if the key contains glob characters."""
+        return any(c in self.key for c in _GLOB_CHARS)
+
+
+@dataclass(frozen=True)
+class Warning_:
+    """A line the real program warns about and ignores."""
+
+    file: str
+    line: int
+    message: str
+
+
+def normalize_key(key: str) -> str:
+    """``sysctl_normalize``: if the first separator is ``.``, swap ``.`` and ``/``;
+    then simplify the path and drop the leading slash.
+
+    >>> normalize_key("net.ipv4.conf.eth0/100.rp_filter")
+    'net/ipv4/conf/eth0.100/rp_filter'
+    >>> normalize_key("/net/ipv4/ip_forward")
+    'net/ipv4/ip_forward'
+    """
+    first = next((c for c in key if c in "./"), None)
+    if first == ".":
+        key = key.translate(str.maketrans("./", "/."))
+    parts = [p for p in key.split("/") if p and p != "."]
+    return "/".join(parts)
+
+
+def dotted(key: str) -> str:
+    """Display form of a slash key (``net/ipv4/conf/eth0.100/rp_filter`` ->
+    ``net.ipv4.conf.eth0/100.rp_filter``), the inverse of :func:`normalize_key`."""
+    return key.translate(str.maketrans("./", "/."))
+
+
+def parse(text: str, file: str) -> tuple[list[Entry], list[Warning_]]:
+    """Parse one sysctl.d file the way systemd-sysctl's ``parse_file`` does.
+
+    Comments start with ``#`` or ``;`` as the first non-blank character; ``-key = v``
+    ignores write failures; ``-key`` alone is an exclusion entry; other lines without ``=``
+    are warned about and ignored.  Raises :class:`ParseError` only for binary content.
+    """
+    if "\x00" in text:
+        raise ParseError("binary content (NUL byte); not a sysctl.d file", source=file)
+    entries: list[Entry] = []
+    warnings: list[Warning_] = []
+    for n, raw in enumerate(text.splitlines(), 1):
+        p = raw.strip()
+        if not p or p[0] in "#;":
+            continue
+        if len(p) > MAX_LINE:
+            warnings.append(Warning_(file, n, "line too long, ignored"))
+            continue
+        ignore = False
+        value: str | None
+        if "=" in p:
+            if p[0] == "-":
+                ignore = True
+                p = p[1:]
+            k, _, v = p.partition("=")
+            value = v.strip()
+        else:
+            if p[0] != "-":
+                warnings.append(Warning_(file, n, f"line is not an assignment, ignoring: {p}"))
+                continue
+            k, value = p[1:], None
+        key = normalize_key(k.strip())
+        if not key:
+            warnings.append(Warning_(file, n, "empty key, ignoring"))
+            continue
+        entries.append(Entry(key, value, ignore, file, n, raw))
+    return entries, warnings
+
+
+@dataclass(frozen=True)
+class ConfFile:
+    """A configuration file found in one of the directories."""
+
+    name: str
+    """Basename (the sort and override key)."""
+    path: str
+    """Host path."""
+    masked: bool = False
+    """Symlink to /dev/null (or empty): hides same-named files, contributes nothing."""
+
+
+def order_files(listing: Sequence[tuple[str, Sequence[str]]]) -> list[ConfFile]:
+    """systemd ``conf_files_list``: ``*.conf`` files (no dotfiles) from the dirs in priority
+    order; the first dir holding a basename wins; the survivors sorted by basename (strcmp).
+
+    ``listing`` is ``[(dir, [names...]), ...]`` in priority order.
+    """
+    chosen: dict[str, ConfFile] = {}
+    for d, names in listing:
+        for name in names:
+            if not name.endswith(".conf") or name.startswith(".") or name in chosen:
+                continue
+            chosen[name] = ConfFile(name, f"{d.rstrip('/')}/{name}")
+    return [chosen[n] for n in sorted(chosen, key=lambda s: s.encode("utf-8", "surrogateescape"))]
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The persisted value of one key and the line that decided it."""
+
+    key: str
+    value: str | None
+    """The value written at boot, or ``None`` if nothing writes the key."""
+    entry: Entry | None
+    """The deciding line (``None`` when nothing sets the key)."""
+    excluded_by: Entry | None = None
+    """A ``-key`` exclusion that stops globs (systemd) from setting it."""
+    overridden: tuple[Entry, ...] = ()
+    """Earlier lines for the same key that lost."""
+
+
+def _matches(entry: Entry, key: str) -> bool:
+    if entry.is_glob:
+        return fnmatch.fnmatchcase(key, entry.key)
+    return entry.key == key
+
+
+def systemd_decide(entries: Iterable[Entry], key: str) -> Decision:
+    """The value systemd-sysctl writes to ``key`` given all entries in file order.
+
+    The options map keeps the last assignment of each literal key (an exclusion entry
+    replaces an earlier assignment of the same key, and vice versa); an explicit entry or an
+    exclusion for ``key`` makes every glob skip it; otherwise the last matching glob in map
+    order writes it (an overwritten glob key moves to the end of the ordered map).
+    """
+    omap: dict[str, Entry] = {}
+    lost: list[Entry] = []
+    for e in entries:
+        prev = omap.get(e.key)
+        if prev is not None:
+            if prev.value == e.value:
+                continue  # same value: systemd keeps the first, only merging ignore_failure
+            del omap[e.key]
+            if _matches(prev, key):
+                lost.append(prev)
+        omap[e.key] = e
+    explicit = omap.get(key)
+    if explicit is not None:
+        if explicit.value is None:
+            return Decision(key, None, None, excluded_by=explicit, overridden=tuple(lost))
+        return Decision(key, explicit.value, explicit, overridden=tuple(lost))
+    winner: Entry | None = None
+    for e in omap.values():
+        if e.is_glob and e.value is not None and fnmatch.fnmatchcase(key, e.key):
+            if winner is not None:
+                lost.append(winner)
+            winner = e
+    if winner is None:
+        return Decision(key, None, None, overridden=tuple(lost))
+    return Decision(key, winner.value, winner, overridden=tuple(lost))
+
+
+def procps_decide(entries: Iterable[Entry], key: str, *, globs: bool = True) -> Decision:
+    """The value ``sysctl --system`` (procps-ng) leaves in ``key``: every line is written in
+    order, so the last line that writes the key wins.  Glob lines skip keys that have an
+    explicit or excluded entry anywhere; without glob support (procps < 4.0) a glob line is
+    a literal path that does not exist.  Exclusion entries write nothing.
+    """
+    entries = list(entries)
+    explicit_or_excluded = any(not e.is_glob and e.key == key for e in entries)
+    winner: Entry | None = None
+    lost: list[Entry] = []
+    for e in entries:
+        if e.value is None:
+            continue
+        if e.is_glob:
+            if not globs or explicit_or_excluded or not fnmatch.fnmatchcase(key, e.key):
+                continue
+        elif e.key != key:
+            continue
+        if winner is not None:
+            lost.append(winner)
+        winner = e
+    if winner is None:
+        return Decision(key, None, None, overridden=tuple(lost))
+    return Decision(key, winner.value, winner, overridden=tuple(lost))
+
+
+def normalize_value(value: str) -> str:
+    """Whitespace-normalised value: ``/proc/sys`` prints fields separated by tabs,
+    configuration files usually use spaces."""
+    return " ".join(value.split())

@@ -1,0 +1,1 @@
+"""Built-in reporter plugins, one module per format."""

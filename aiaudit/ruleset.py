@@ -1,0 +1,290 @@
+"""Rulesets: load (YAML), follow ``extends``, validate, and bind rules to checks.
+
+Validation happens in two passes and reports every problem at once, each with its file and
+position: the document against ``schemas/ruleset.schema.json``, then each rule's params
+against its check's params schema.  Shipped rulesets are validated by the test suite and are
+not re-validated on every scan (jsonschema is the slowest import of a scan).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from typing import Any, Mapping, Sequence
+
+from aiaudit.api import CheckSpec
+from aiaudit.errors import RulesetError, UsageError
+from aiaudit.model import RuleInfo, Severity
+from aiaudit.plugins import Registry
+from aiaudit.yamlpos import Located
+
+MAX_RULESET_BYTES = 2 * 1024 * 1024
+"""A ruleset larger than this is refused (it is surely not a ruleset)."""
+MAX_EXTENDS_DEPTH = 16
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A rule bound to its check, ready to run."""
+
+    info: RuleInfo
+    check: CheckSpec
+    params: Mapping[str, Any]
+    origin: str = ""
+    """Where the rule was defined (file:line:col)."""
+
+    @property
+    def id(self) -> str:
+        """The stable rule id."""
+        return self.info.id
+
+
+@dataclass(frozen=True)
+class Ruleset:
+    """A validated ruleset: name, version and the enabled rules in order."""
+
+    name: str
+    version: str
+    description: str
+    rules: tuple[Rule, ...]
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    origin: str = ""
+    disabled: tuple[str, ...] = ()
+    """Ids of inherited rules switched off by ``enabled: false``."""
+
+    def get(self, rule_id: str) -> Rule | None:
+        """The rule with ``rule_id``, or ``None``."""
+        for r in self.rules:
+            if r.id == rule_id:
+                return r
+        return None
+
+
+@cache
+def schema(name: str) -> dict[str, Any]:
+    """A JSON Schema shipped in ``aiaudit.schemas`` (e.g. ``ruleset.schema.json``)."""
+    text = resources.files("aiaudit.schemas").joinpath(name).read_text(encoding="utf-8")
+    return json.loads(text)
+
+
+def schema_problems(instance: Any, schema_doc: Mapping[str, Any], doc: Located,
+                    base: Sequence[str | int] = ()) -> list[str]:
+    """Every JSON-Schema violation of ``instance``, as ``file:line:col: message``."""
+    import jsonschema  # slow import: only when a ruleset really needs validating
+
+    cls = jsonschema.validators.validator_for(schema_doc)
+    validator = cls(schema_doc)
+    out = []
+    errors = sorted(validator.iter_errors(instance), key=lambda e: list(map(str, e.absolute_path)))
+    for err in errors:
+        path = [*base, *err.absolute_path]
+        where = doc.where(path)
+        at = "/".join(str(p) for p in path) or "(top)"
+        out.append(f"{where}: {at}: {_short(err)}")
+    return out
+
+
+def _short(err: Any) -> str:
+    """A readable jsonschema message (without dumping a whole sub-document)."""
+    if err.validator == "additionalProperties":
+        return err.message.replace("Additional properties are not allowed", "unknown key(s)")
+    if err.validator in ("type", "enum", "pattern", "required", "minLength", "minimum",
+                         "maximum", "const", "minItems", "maxItems", "minProperties"):
+        msg = err.message
+        return msg if len(msg) < 300 else msg[:300] + "..."
+    return err.message if len(err.message) < 300 else err.message[:300] + "..."
+
+
+def _read_file(path: str) -> str:
+    """Read a ruleset file the user named (regular files only, size-capped)."""
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read ruleset: {exc.strerror}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise UsageError(f"{path}: not a regular file")
+    if st.st_size > MAX_RULESET_BYTES:
+        raise UsageError(
+            f"{path}: {st.st_size} bytes is too large for a ruleset (limit {MAX_RULESET_BYTES})"
+        )
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_RULESET_BYTES + 1)
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read ruleset: {exc.strerror}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+
+
+def is_path(ref: str) -> bool:
+    """True if ``ref`` names a file rather than a shipped ruleset."""
+    return "/" in ref or ref.endswith((".yaml", ".yml")) or os.path.isfile(ref)
+
+
+@dataclass
+class _Raw:
+    """One ruleset document in an ``extends`` chain."""
+
+    doc: Located
+    trusted: bool
+    path: str | None
+
+
+def _load_doc(ref: str, registry: Registry, base_dir: str | None) -> _Raw:
+    from aiaudit import yamlpos
+
+    if is_path(ref):
+        path = ref if os.path.isabs(ref) or base_dir is None else os.path.join(base_dir, ref)
+        text, origin, trusted = _read_file(path), path, False
+        real: str | None = os.path.realpath(path)
+    else:
+        src = registry.rulesets.get(ref)
+        if src is None:
+            known = ", ".join(sorted(registry.rulesets)) or "none"
+            raise UsageError(f"unknown ruleset {ref!r} (shipped: {known}; or give a path)")
+        text, origin, real = src.load(), src.origin or ref, None
+        trusted = src.origin.startswith("aiaudit.rulesets/")
+    try:
+        doc = yamlpos.load(text, origin)
+    except Exception as exc:  # yaml.YAMLError and its C-loader relatives
+        import yaml
+
+        if isinstance(exc, yaml.YAMLError):
+            raise RulesetError([yamlpos.error_message(exc, origin)]) from None
+        raise RulesetError([f"{origin}: invalid YAML: {exc}"]) from None
+    return _Raw(doc, trusted, real)
+
+
+def load(ref: str, registry: Registry, *, validate: bool | None = None) -> Ruleset:
+    """Load ruleset ``ref`` (shipped name or path), follow ``extends``, validate, bind.
+
+    ``validate=None`` validates everything except shipped rulesets.  Raises
+    :class:`RulesetError` listing every problem, or :class:`UsageError`.
+    """
+    from aiaudit import yamlpos
+
+    chain: list[_Raw] = []
+    seen: list[str] = []
+    ref_now: str | None = ref
+    base_dir: str | None = None
+    while ref_now is not None:
+        raw = _load_doc(ref_now, registry, base_dir)
+        key = raw.path or f"shipped:{ref_now}"
+        if key in seen:
+            cycle = " -> ".join([*seen, key])
+            raise RulesetError([f"{raw.doc.origin}: 'extends' cycle: {cycle}"])
+        if len(seen) >= MAX_EXTENDS_DEPTH:
+            raise RulesetError([f"{raw.doc.origin}: 'extends' chain deeper than "
+                                f"{MAX_EXTENDS_DEPTH}"])
+        seen.append(key)
+        chain.append(raw)
+        data = raw.doc.data
+        problems = []
+        must_validate = validate if validate is not None else not raw.trusted
+        if not isinstance(data, dict):
+            raise RulesetError([f"{raw.doc.origin}: a ruleset must be a mapping "
+                                f"(got {type(data).__name__})"])
+        if must_validate:
+            problems += yamlpos.duplicate_keys(raw.doc)
+            problems += schema_problems(data, schema("ruleset.schema.json"), raw.doc)
+        if problems:
+            raise RulesetError(problems)
+        ext = data.get("extends")
+        ref_now = ext if isinstance(ext, str) else None
+        base_dir = os.path.dirname(raw.path) if raw.path else None
+    return _merge_and_bind(list(reversed(chain)), registry, validate)
+
+
+def _merge_and_bind(chain: list[_Raw], registry: Registry, validate: bool | None) -> Ruleset:
+    """Apply the chain base-first; then bind each rule to its check and check params."""
+    rules: dict[str, dict[str, Any]] = {}
+    where: dict[str, tuple[Located, list[str | int]]] = {}
+    params_where: dict[str, tuple[Located, list[str | int]]] = {}
+    settings: dict[str, Any] = {}
+    disabled: list[str] = []
+    problems: list[str] = []
+    for raw in chain:
+        data = raw.doc.data
+        settings.update(data.get("settings") or {})
+        for i, rule in enumerate(data.get("rules") or []):
+            rid = rule["id"]
+            if rid in rules:
+                problems.append(
+                    f"{raw.doc.where(['rules', i, 'id'])}: duplicate rule id {rid!r} "
+                    f"(first at {where[rid][0].where(where[rid][1])}; use 'overrides' to "
+                    "change an inherited rule)"
+                )
+                continue
+            rules[rid] = dict(rule)
+            where[rid] = (raw.doc, ["rules", i])
+            params_where[rid] = (raw.doc, ["rules", i, "params"])
+        for rid, ov in (data.get("overrides") or {}).items():
+            if rid not in rules:
+                problems.append(f"{raw.doc.where(['overrides', rid])}: override of unknown "
+                                f"rule {rid!r}")
+                continue
+            merged = rules[rid]
+            for k in ("severity", "title", "tags", "enabled"):
+                if k in ov:
+                    merged[k] = ov[k]
+            if "params" in ov:
+                merged["params"] = {**(merged.get("params") or {}), **ov["params"]}
+                params_where[rid] = (raw.doc, ["overrides", rid, "params"])
+    top = chain[-1].doc.data
+    bound: list[Rule] = []
+    for rid, rule in rules.items():
+        if rule.get("enabled") is False:
+            disabled.append(rid)
+            continue
+        doc, path = where[rid]
+        check = registry.checks.get(rule["check"])
+        if check is None:
+            known = ", ".join(sorted(registry.checks))
+            problems.append(f"{doc.where([*path, 'check'])}: rule {rid}: unknown check "
+                            f"{rule['check']!r} (known: {known})")
+            continue
+        params = dict(rule.get("params") or {})
+        pdoc, ppath = params_where[rid]
+        trusted = all(r.trusted for r in chain)
+        if validate is True or (validate is None and not trusted):
+            problems += [f"{p} (rule {rid})" for p in
+                         schema_problems(params, check.params_schema, pdoc, ppath)]
+        info = RuleInfo(
+            id=rid,
+            check=check.id,
+            severity=Severity(rule["severity"]),
+            title=rule["title"],
+            rationale=rule.get("rationale", ""),
+            references=tuple(rule.get("references") or ()),
+            tags=tuple(rule.get("tags") or ()),
+            description=check.description,
+            remediation=rule.get("remediation", ""),
+        )
+        bound.append(Rule(info, check, _with_defaults(params, check.params_schema),
+                          doc.where(path)))
+    if problems:
+        raise RulesetError(problems)
+    return Ruleset(
+        name=str(top["ruleset"]),
+        version=str(top["version"]),
+        description=str(top.get("description", "")),
+        rules=tuple(bound),
+        settings=settings,
+        origin=chain[-1].doc.origin,
+        disabled=tuple(disabled),
+    )
+
+
+def _with_defaults(params: Mapping[str, Any], schema_doc: Mapping[str, Any]) -> dict[str, Any]:
+    """``params`` with the ``default`` of every absent top-level property filled in."""
+    out = dict(params)
+    for key, prop in (schema_doc.get("properties") or {}).items():
+        if key not in out and isinstance(prop, dict) and "default" in prop:
+            out[key] = prop["default"]
+    return out

@@ -1,0 +1,232 @@
+"""The runner: each rule in isolation, under a deadline, then waivers.
+
+Every rule runs in its own daemon thread so that a check that hangs (a stuck read on a
+network filesystem, a command that ignores signals) costs at most its time budget: the
+runner stops waiting at the rule timeout or the scan deadline, records an ``error`` result
+and moves on.  A check that raises becomes an ``error`` result with the message; the scan
+goes on (checkov's ``run_check`` isolation).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
+from typing import Any, Callable, Mapping, Sequence
+
+from aiaudit import __version__
+from aiaudit.api import CheckContext
+from aiaudit.errors import AuditError, HostError, ParseError
+from aiaudit.host import Deadline, Host
+from aiaudit.model import (
+    Finding,
+    HostInfo,
+    Result,
+    RunResult,
+    Severity,
+    Status,
+    Waiver,
+)
+from aiaudit.ruleset import Rule, Ruleset
+
+DEFAULT_RULE_TIMEOUT = 20.0
+"""Seconds one rule may take before it is abandoned with an error result."""
+
+
+@dataclass(frozen=True)
+class ScanOptions:
+    """How to run a scan (everything the command line decides)."""
+
+    user: str | None = None
+    user_source: str | None = None
+    only: tuple[str, ...] = ()
+    skip: tuple[str, ...] = ()
+    timeout: float | None = None
+    """Deadline for the whole scan, in seconds."""
+    rule_timeout: float = DEFAULT_RULE_TIMEOUT
+    fail_on: Severity = Severity.HIGH
+    waivers: tuple[Waiver, ...] = ()
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    reraise: bool = False
+    """Re-raise unexpected check exceptions (tests and ``--debug``)."""
+    today: str | None = None
+    """Date used for waiver expiry (``YYYY-MM-DD``); today in UTC when ``None``."""
+
+
+@dataclass
+class _Slot:
+    results: list[Result] | None = None
+    error: BaseException | None = None
+    done: threading.Event = field(default_factory=threading.Event)
+
+
+def select_rules(ruleset: Ruleset, only: Sequence[str], skip: Sequence[str]) -> list[Rule]:
+    """The rules to run after ``--only`` / ``--skip`` (ids must exist: caller validates)."""
+    rules = list(ruleset.rules)
+    if only:
+        wanted = set(only)
+        rules = [r for r in rules if r.id in wanted]
+    if skip:
+        unwanted = set(skip)
+        rules = [r for r in rules if r.id not in unwanted]
+    return rules
+
+
+def error_result(message: str, subject: str = "-") -> Result:
+    """An ``error`` result (the rule could not be evaluated)."""
+    return Result(status=Status.ERROR, subject=subject, message=message)
+
+
+def run_rule(rule: Rule, ctx: CheckContext, *, reraise: bool = False) -> list[Result]:
+    """Run one rule's check synchronously; exceptions become one ``error`` result."""
+    try:
+        results = list(rule.check.run(ctx))
+    except (HostError, ParseError) as exc:
+        return [error_result(str(exc))]
+    except AuditError as exc:
+        return [error_result(str(exc))]
+    except Exception as exc:
+        if reraise:
+            raise
+        return [error_result(f"internal error in check {rule.check.id}: "
+                             f"{type(exc).__name__}: {exc}")]
+    if not results:
+        return [error_result(f"check {rule.check.id} produced no result")]
+    bad = [r for r in results if not isinstance(r, Result) or r.status is Status.WAIVED]
+    if bad:
+        return [error_result(f"check {rule.check.id} returned an invalid result: {bad[0]!r}")]
+    return results
+
+
+def _run_isolated(rule: Rule, ctx: CheckContext, budget: float | None,
+                  reraise: bool) -> tuple[list[Result], bool]:
+    """Run ``rule`` in a daemon thread; returns (results, finished_in_time)."""
+    slot = _Slot()
+
+    def target() -> None:
+        try:
+            slot.results = run_rule(rule, ctx, reraise=reraise)
+        except BaseException as exc:  # only with reraise
+            slot.error = exc
+        finally:
+            slot.done.set()
+
+    t = threading.Thread(target=target, name=f"rule-{rule.id}", daemon=True)
+    t.start()
+    finished = slot.done.wait(budget)
+    if not finished:
+        return [], False
+    if slot.error is not None:
+        raise slot.error
+    return slot.results or [], True
+
+
+def apply_waivers(findings: list[Finding], waivers: Sequence[Waiver], host: HostInfo,
+                  today: str) -> tuple[list[Finding], list[str]]:
+    """Attach matching, unexpired waivers to failures; return notices about expired and
+    unused waivers."""
+    from fnmatch import fnmatchcase
+
+    used: set[int] = set()
+    notices: list[str] = []
+    expired = {i for i, w in enumerate(waivers) if w.expires < today}
+    out = []
+    for f in findings:
+        if f.result.status is not Status.FAIL:
+            out.append(f)
+            continue
+        applied = None
+        for i, w in enumerate(waivers):
+            if not fnmatchcase(f.rule_id, w.rule):
+                continue
+            if w.subject is not None and not fnmatchcase(f.result.subject, w.subject):
+                continue
+            if w.host is not None and not fnmatchcase(host.hostname, w.host):
+                continue
+            used.add(i)
+            if i in expired:
+                continue
+            applied = w
+            break
+        out.append(replace(f, waiver=applied) if applied else f)
+    for i, w in enumerate(waivers):
+        where = f" ({w.source})" if w.source else ""
+        if i in expired:
+            notices.append(f"waiver for {w.rule} expired on {w.expires}{where}; "
+                           "it no longer applies")
+        elif i not in used:
+            notices.append(f"waiver for {w.rule} matched no failure{where}; remove it if stale")
+    return out, notices
+
+
+def scan(ruleset: Ruleset, host: Host, options: ScanOptions,
+         host_info: Callable[[Host], HostInfo] | None = None) -> RunResult:
+    """Run every selected rule of ``ruleset`` against ``host`` and collect a RunResult."""
+    from aiaudit.identity import host_info as default_host_info
+
+    started_wall = datetime.now(timezone.utc)
+    t0 = time.monotonic()
+    deadline = Deadline(options.timeout)
+    host.deadline = deadline
+    rules = select_rules(ruleset, options.only, options.skip)
+    findings: list[Finding] = []
+    notices: list[str] = []
+    settings = dict(options.settings)
+    for idx, rule in enumerate(rules):
+        ctx = CheckContext(host=host, params=rule.params, rule_id=rule.id, user=options.user,
+                           user_source=options.user_source, settings=settings)
+        remaining = deadline.remaining()
+        if remaining is not None and remaining <= 0:
+            missed = [r.id for r in rules[idx:]]
+            notices.append(f"scan deadline of {options.timeout:g}s reached; "
+                           f"{len(missed)} rule(s) not evaluated")
+            for r in rules[idx:]:
+                findings.append(_finding(r, error_result(
+                    f"not evaluated: scan deadline of {options.timeout:g}s reached")))
+            break
+        budget = options.rule_timeout if remaining is None else min(options.rule_timeout,
+                                                                     remaining)
+        results, in_time = _run_isolated(rule, ctx, budget, options.reraise)
+        if not in_time:
+            why = ("scan deadline" if remaining is not None and budget == remaining
+                   else "rule timeout")
+            results = [error_result(f"not evaluated: {why} of {budget:.1f}s reached while "
+                                    f"the check was running (a read or command hung?)")]
+        findings.extend(_finding(rule, r) for r in results)
+    info = (host_info or default_host_info)(host)
+    today = options.today or started_wall.date().isoformat()
+    findings, wnotices = apply_waivers(findings, options.waivers, info, today)
+    notices.extend(wnotices)
+    return RunResult(
+        tool_version=__version__,
+        run_id=str(uuid.uuid4()),
+        started=started_wall.isoformat(timespec="seconds").replace("+00:00", "Z"),
+        duration_s=round(time.monotonic() - t0, 4),
+        host=info,
+        ruleset=ruleset.name,
+        ruleset_version=ruleset.version,
+        rules=tuple(r.info for r in rules),
+        findings=tuple(findings),
+        fail_on=options.fail_on,
+        notices=tuple(notices),
+    )
+
+
+def _finding(rule: Rule, result: Result) -> Finding:
+    return Finding(rule_id=rule.id, check=rule.check.id, severity=rule.info.severity,
+                   title=rule.info.title, result=result)
+
+
+def exit_status(run: RunResult, fail_on: Severity, *, error_code_on_unevaluated: bool = True
+                ) -> int:
+    """Exit code for a finished scan (see :class:`aiaudit.errors.ExitCode`)."""
+    from aiaudit.errors import ExitCode
+
+    at_or_above = [f for f in run.findings if f.severity.rank >= fail_on.rank]
+    if any(f.status is Status.FAIL for f in at_or_above):
+        return ExitCode.FAILED
+    if error_code_on_unevaluated and any(f.status is Status.ERROR for f in at_or_above):
+        return ExitCode.NOT_EVALUATED
+    return ExitCode.OK

@@ -1,0 +1,92 @@
+"""YAML loading that keeps positions, so every problem can name file, line and column."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import yaml
+
+try:  # the C loader is several times faster; fall back to pure Python where absent
+    _Loader: type = yaml.CSafeLoader
+except AttributeError:  # pragma: no cover - depends on the PyYAML build
+    _Loader = yaml.SafeLoader
+
+
+@dataclass(frozen=True)
+class Located:
+    """A loaded YAML document with its node tree, to map data paths back to positions."""
+
+    data: Any
+    node: yaml.Node | None
+    origin: str
+    """File name (or resource name) for messages."""
+
+    def where(self, path: Sequence[str | int] = ()) -> str:
+        """``origin:line:col`` of the deepest node reachable along ``path``."""
+        node = self.node
+        for key in path:
+            child = _child(node, key)
+            if child is None:
+                break
+            node = child
+        if node is None:
+            return self.origin
+        mark = node.start_mark
+        return f"{self.origin}:{mark.line + 1}:{mark.column + 1}"
+
+
+def _child(node: yaml.Node | None, key: str | int) -> yaml.Node | None:
+    if isinstance(node, yaml.MappingNode):
+        for k, v in node.value:
+            if isinstance(k, yaml.ScalarNode) and k.value == str(key):
+                return v
+    elif isinstance(node, yaml.SequenceNode) and isinstance(key, int):
+        if 0 <= key < len(node.value):
+            return node.value[key]
+    return None
+
+
+def duplicate_keys(doc: Located) -> list[str]:
+    """Messages for mapping keys that appear twice (YAML would silently keep the last)."""
+    out: list[str] = []
+
+    def walk(node: yaml.Node | None) -> None:
+        if isinstance(node, yaml.MappingNode):
+            seen: set[str] = set()
+            for k, v in node.value:
+                if isinstance(k, yaml.ScalarNode):
+                    if k.value in seen:
+                        m = k.start_mark
+                        out.append(
+                            f"{doc.origin}:{m.line + 1}:{m.column + 1}: "
+                            f"duplicate key {k.value!r}"
+                        )
+                    seen.add(k.value)
+                walk(v)
+        elif isinstance(node, yaml.SequenceNode):
+            for v in node.value:
+                walk(v)
+
+    walk(doc.node)
+    return out
+
+
+def load(text: str, origin: str) -> Located:
+    """Parse one YAML document; raises :class:`yaml.YAMLError` with a position."""
+    loader = _Loader(text)
+    try:
+        node = loader.get_single_node()
+        data = loader.construct_document(node) if node is not None else None
+    finally:
+        loader.dispose()
+    return Located(data, node, origin)
+
+
+def error_message(exc: yaml.YAMLError, origin: str) -> str:
+    """One-line ``file:line:col: problem`` for a YAML syntax error."""
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    if mark is not None:
+        return f"{origin}:{mark.line + 1}:{mark.column + 1}: invalid YAML: {problem}"
+    return f"{origin}: invalid YAML: {problem}"

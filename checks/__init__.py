@@ -1,0 +1,1 @@
+"""Built-in check plugins, one module per area; installed as ``aiaudit.checks``."""

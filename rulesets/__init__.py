@@ -1,0 +1,1 @@
+"""Shipped rulesets (YAML), installed as the ``aiaudit.rulesets`` package data."""
