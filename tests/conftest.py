@@ -1,48 +1,13 @@
-"""Shared test helpers: fixture roots built on the fly, check runners, CLI runner."""
+"""pytest fixtures shared by all tests (helpers live in ``tests/helpers.py``)."""
 
 from __future__ import annotations
 
-import io
-import os
-import sys
-from contextlib import redirect_stderr, redirect_stdout
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Mapping
 
 import pytest
 
-from aiaudit import plugins
-from aiaudit.api import CheckContext
-from aiaudit.host import Host
-from aiaudit.model import Result
-
-TESTS = Path(__file__).parent
-FIXTURES = TESTS / "fixtures"
-ROOTS = FIXTURES / "roots"
-SHARED = TESTS.parent.parent / "shared"
-"""``../shared`` next to the checkout (reference schemas); tests vendor what they need."""
-
-
-def build_root(base: Path, files: Mapping[str, str | bytes] = (),  # type: ignore[assignment]
-               links: Mapping[str, str] = (), dirs: tuple[str, ...] = ()) -> Path:  # type: ignore[assignment]
-    """Create a fixture root under ``base``: ``files`` maps host paths to content,
-    ``links`` maps host paths to symlink targets (verbatim), ``dirs`` are empty dirs."""
-    base.mkdir(parents=True, exist_ok=True)
-    for path, content in dict(files).items():
-        p = base / path.lstrip("/")
-        p.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(content, bytes):
-            p.write_bytes(content)
-        else:
-            p.write_text(content)
-    for path, target in dict(links).items():
-        p = base / path.lstrip("/")
-        p.parent.mkdir(parents=True, exist_ok=True)
-        os.symlink(target, p)
-    for d in dirs:
-        (base / d.lstrip("/")).mkdir(parents=True, exist_ok=True)
-    return base
+from tests.helpers import build_root
 
 
 @pytest.fixture
@@ -57,57 +22,8 @@ def make_root(tmp_path: Path):
     return factory
 
 
-def run_check(check_id: str, root: str | Path, params: Mapping[str, Any] | None = None, *,
-              live: bool = False, user: str | None = None,
-              settings: Mapping[str, Any] | None = None) -> list[Result]:
-    """Run one registered check against a fixture root; exceptions propagate."""
-    from aiaudit.ruleset import _with_defaults
-
-    spec = plugins.registry().checks[check_id]
-    host = Host(str(root), live=live)
-    ctx = CheckContext(host=host, params=_with_defaults(dict(params or {}), spec.params_schema),
-                       rule_id="TEST", user=user, settings=dict(settings or {}))
-    return list(spec.run(ctx))
-
-
-@dataclass
-class CliResult:
-    """Outcome of one in-process CLI call."""
-
-    code: int
-    out: str
-    err: str
-
-
-def cli(*args: str, env: Mapping[str, str] | None = None) -> CliResult:
-    """Run ``aiaudit ARGS`` in-process and capture output and exit code."""
-    from aiaudit.cli import main
-
-    out, err = io.StringIO(), io.StringIO()
-    old = {k: os.environ.get(k) for k in (env or {})}
-    os.environ.update(env or {})
-    try:
-        with redirect_stdout(out), redirect_stderr(err):
-            try:
-                code = main(list(args))
-            except SystemExit as exc:  # argparse
-                code = int(exc.code or 0)
-    finally:
-        for k, v in old.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-    return CliResult(code, out.getvalue(), err.getvalue())
-
-
 @pytest.fixture(autouse=True)
 def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
     """Tests never inherit a training user or colour settings from the caller."""
     for var in ("SLURM_JOB_USER", "SUDO_USER", "NO_COLOR"):
         monkeypatch.delenv(var, raising=False)
-
-
-def python() -> str:
-    """The interpreter running the tests."""
-    return sys.executable

@@ -23,8 +23,7 @@ import yaml
 from aiaudit import plugins, ruleset
 from aiaudit.host import Host
 from aiaudit.runner import ScanOptions, scan
-
-from .conftest import ROOTS
+from tests.helpers import ROOTS
 
 CASES = sorted(p.parent for p in ROOTS.glob("*/expected.yaml"))
 
