@@ -270,6 +270,14 @@ class Host:
             return False
         return True
 
+    def lstat_exists(self, path: str) -> bool:
+        """True if ``path`` itself exists (a dangling symlink counts)."""
+        try:
+            self.lstat(path)
+        except HostError:
+            return False
+        return True
+
     def is_dir(self, path: str) -> bool:
         """True if ``path`` is a directory (after following symlinks inside the root)."""
         try:

@@ -27,6 +27,7 @@ from aiaudit.api import (
 from aiaudit.compare import OPS, describe, describe_fields, fields_hold, holds
 from aiaudit.errors import HostError, NotFound, NotRegularFile, ParseError
 from aiaudit.host import Host
+from aiaudit.packages import dpkg_version
 from aiaudit.parsers import dpkg
 from aiaudit.parsers import sysctl as sp
 
@@ -95,15 +96,10 @@ def _listing(host: Host, dirs: tuple[str, ...]) -> list[tuple[str, list[str]]]:
 
 def _procps_variant(host: Host) -> tuple[str | None, tuple[str, ...], bool]:
     """(version, directory order, glob support) of the scanned root's procps."""
-    try:
-        pkgs = host.memo(("dpkg-status",), lambda: dpkg.parse_status(
-            host.read_text("/var/lib/dpkg/status", cap=64 * 1024 * 1024)))
-    except (HostError, ParseError):
-        pkgs = {}
-    info = pkgs.get("procps")
-    if not info or "Version" not in info:
+    full = dpkg_version(host, "procps")
+    if full is None:
         return None, sp.PROCPS4_DIRS, True
-    version = dpkg.upstream_version(info["Version"])
+    version = dpkg.upstream_version(full)
     vt = dpkg.version_tuple(version)
     if vt >= (4,):
         return version, sp.PROCPS4_DIRS, True
