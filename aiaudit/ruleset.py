@@ -136,7 +136,8 @@ class _Raw:
     path: str | None
 
 
-def _load_doc(ref: str, registry: Registry, base_dir: str | None) -> _Raw:
+def _load_doc(ref: str, registry: Registry, base_dir: str | None,
+              validate: bool | None = None) -> _Raw:
     from aiaudit import yamlpos
 
     if is_path(ref):
@@ -148,8 +149,13 @@ def _load_doc(ref: str, registry: Registry, base_dir: str | None) -> _Raw:
         if src is None:
             known = ", ".join(sorted(registry.rulesets)) or "none"
             raise UsageError(f"unknown ruleset {ref!r} (shipped: {known}; or give a path)")
-        text, origin, real = src.load(), src.origin or ref, None
+        origin, real = src.origin or ref, None
         trusted = src.origin.startswith("aiaudit.rulesets/")
+        if trusted and validate is not True and src.load_data is not None:
+            data = src.load_data()
+            if data is not None:
+                return _Raw(Located(data, None, origin), trusted, real)
+        text = src.load()
     try:
         doc = yamlpos.load(text, origin)
     except Exception as exc:  # yaml.YAMLError and its C-loader relatives
@@ -174,7 +180,7 @@ def load(ref: str, registry: Registry, *, validate: bool | None = None) -> Rules
     ref_now: str | None = ref
     base_dir: str | None = None
     while ref_now is not None:
-        raw = _load_doc(ref_now, registry, base_dir)
+        raw = _load_doc(ref_now, registry, base_dir, validate)
         key = raw.path or f"shipped:{ref_now}"
         if key in seen:
             cycle = " -> ".join([*seen, key])
