@@ -28,7 +28,21 @@ def os_release(host: Host) -> dict[str, str]:
             return parse_os_release(host.read_text(path, cap=65536))
         except HostError:
             continue
+    if host.is_real_root:
+        return _distro_fallback()
     return {}
+
+
+def _distro_fallback() -> dict[str, str]:
+    """Old systems without os-release (RHEL/CentOS 6, old SLES): let the ``distro`` library
+    read ``/etc/*-release`` and ``lsb_release`` data.  Only for the real ``/``: distro reads
+    the files itself, which must never happen inside another scan root."""
+    import distro
+
+    d = distro.LinuxDistribution(include_lsb=False, include_uname=False,
+                                 include_oslevel=False)
+    out = {"ID": d.id(), "VERSION_ID": d.version(), "PRETTY_NAME": d.name(pretty=True)}
+    return {k: v for k, v in out.items() if v}
 
 
 def host_info(host: Host) -> HostInfo:
