@@ -31,6 +31,7 @@ from aiaudit.errors import (
     NotFound,
     NotRegularFile,
     PathEscape,
+    SymlinkLoop,
     TooLarge,
 )
 
@@ -222,7 +223,7 @@ class Host:
             if stat.S_ISLNK(st.st_mode):
                 hops += 1
                 if hops > MAX_SYMLINKS:
-                    raise HostError(f"{path}: too many levels of symbolic links")
+                    raise SymlinkLoop(f"{path}: too many levels of symbolic links")
                 try:
                     target = os.readlink(self.real(cand))
                 except OSError as exc:
