@@ -18,7 +18,8 @@ def scan_root(root: Path | str, *, live: bool = False, ruleset_ref: str = "dl-tr
               **options: object) -> RunResult:
     """Scan ``root`` with a shipped ruleset; check exceptions propagate."""
     rs = ruleset.load(ruleset_ref, plugins.registry())
-    return scan(rs, Host(str(root), live=live), ScanOptions(reraise=True, **options))
+    options.setdefault("reraise", True)
+    return scan(rs, Host(str(root), live=live), ScanOptions(**options))  # type: ignore[arg-type]
 
 
 def as_image(run: RunResult, image_id: str) -> RunResult:
