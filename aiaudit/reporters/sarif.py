@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import re
 from typing import Any, Mapping
+from urllib.parse import quote
 
 from aiaudit.api import ReporterSpec, RunResult, hookimpl
 from aiaudit.model import Evidence, Finding, RuleInfo, Severity, Status
@@ -97,36 +98,43 @@ def _rule_descriptor(info: RuleInfo) -> dict[str, Any]:
     return d
 
 
-def _location_path(f: Finding) -> tuple[str, int | None] | None:
-    """The path that decided (file first, then live state), else where the fix goes."""
+def _location_path(f: Finding) -> tuple[str, int | None]:
+    """The path that decided (file first, then live state), else where the fix goes,
+    else the subject or the program run, else a stable pseudo-path for the rule.
+
+    GitHub rejects the whole upload when one result lacks a physical location
+    ("locationFromSarifResult: expected at least one location" / "expected artifact
+    location"), so there always is one.
+    """
     ev: list[Evidence] = list(f.result.evidence)
-    for kinds in (("file",), ("runtime",)):
+    for kind in ("file", "runtime"):
         for e in ev:
-            if e.kind in kinds and e.path:
+            if e.kind == kind and e.path:
                 return e.path, e.line
     rem = f.result.remediation
     for s in rem.snippets if rem else ():
         if s.kind == "file" and s.path:
             return s.path, None
-    return None
+    if f.result.subject.startswith("/"):
+        return f.result.subject, None
+    for e in ev:
+        if e.kind == "command" and e.source.startswith("/"):
+            return e.source.split()[0], None
+    return f"aiaudit/rules/{f.rule_id}", None
 
 
 def _locations(f: Finding) -> list[dict[str, Any]]:
-    found = _location_path(f)
-    logical = [{"name": f.result.subject, "kind": "object"}]
-    if found is None:
-        return [{"logicalLocations": logical}]
-    path, line = found
+    path, line = _location_path(f)
     phys: dict[str, Any] = {"artifactLocation": {"uri": _uri(path), "uriBaseId": "ROOT"}}
     if line is not None and line >= 1:
         phys["region"] = {"startLine": line}
-    return [{"physicalLocation": phys, "logicalLocations": logical}]
+    return [{"physicalLocation": phys,
+             "logicalLocations": [{"name": f.result.subject, "kind": "object"}]}]
 
 
 def _uri(path: str) -> str:
-    from urllib.parse import quote
-
-    return quote(text_safe(path).lstrip("/"), safe="/:@+,;=-._~")
+    """A relative URI reference (GitHub wants relative paths) for a host path."""
+    return quote(text_safe(path).lstrip("/"), safe="/@+,;=-._~") or "."
 
 
 def _message(f: Finding) -> str:
@@ -218,7 +226,7 @@ def sarif_log(run: RunResult) -> dict[str, Any]:
     automation: dict[str, Any] = {"id": automation_id(run)}
     if _UUID.match(run.run_id):
         automation["guid"] = run.run_id.lower()
-    root_uri = "file:///" + _uri(h.root.rstrip("/") + "/").lstrip("/")
+    root_uri = "file://" + quote(text_safe(h.root.rstrip("/") + "/"), safe="/@+,;=-._~")
     sarif_run: dict[str, Any] = {
         "tool": {"driver": {
             "name": "aiaudit",

@@ -99,3 +99,7 @@ def test_forbidden_characters_are_escaped() -> None:
 @given(st.text(alphabet=st.characters(codec=None, exclude_categories=())))
 def test_any_text_gives_a_valid_document(text: str) -> None:
     parse(junit.render(_hostile(text), {}))
+
+
+def test_live_scan_of_this_host_validates() -> None:
+    parse(junit.render(scan_root("/", live=True, reraise=False), {}))

@@ -8,6 +8,7 @@ from dataclasses import replace
 
 import pytest
 
+from aiaudit.model import Evidence
 from aiaudit.reporters import sarif
 from tests.helpers import FIXTURES
 from tests.reporters.samples import SAMPLES, empty_run, mixed_run
@@ -147,3 +148,29 @@ def test_offline_root_is_the_uri_base() -> None:
     doc = render(run)
     validate(doc)
     assert doc["runs"][0]["originalUriBaseIds"]["ROOT"]["uri"] == "file:///mnt/my%20image/"
+
+
+def test_every_result_has_a_relative_physical_location() -> None:
+    """GitHub's ingestion rules (GH1001, GH1005): each result has a physical location
+    with a relative URI; one without rejects the whole upload."""
+    run = mixed_run()
+    f = run.findings[1]
+    bare = replace(f, result=replace(f.result, evidence=(), remediation=None,
+                                     subject="nvidia"))
+    cmd = replace(bare, rule_id="GPU-X", result=replace(
+        bare.result, evidence=(Evidence.command("/usr/bin/nvidia-smi -q", "Disabled"),)))
+    doc = render(replace(run, findings=(*run.findings, bare, cmd)))
+    validate(doc)
+    uris = []
+    for r in doc["runs"][0]["results"]:
+        uri = r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+        assert uri and not uri.startswith("/") and ":" not in uri.split("/")[0]
+        uris.append(uri)
+    assert {"aiaudit/rules/SYSCTL-VM-MAX-MAP-COUNT", "usr/bin/nvidia-smi"} <= set(uris)
+
+
+def test_live_scan_of_this_host_validates() -> None:
+    doc = render(scan_root("/", live=True, reraise=False))
+    validate(doc)
+    for r in doc["runs"][0]["results"]:
+        assert r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]

@@ -4,6 +4,7 @@ injectable), bounded messages, and no hang when the socket is absent or full."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import socket
 import threading
@@ -134,3 +135,24 @@ def test_cli_syslog_failure_keeps_a_meaningful_exit_code(tmp_path: Path) -> None
             "SYSCTL-VM-SWAPPINESS", "--syslog", missing)
     assert r.code == 2, r.err  # otherwise: delivery failed
     assert "cannot connect" in r.err
+
+
+@pytest.mark.oracle
+def test_format_matches_util_linux_logger(listener) -> None:
+    """Oracle: util-linux ``logger`` writing to a local socket uses the same header as
+    glibc's syslog(3); aiaudit's datagram must look the same to a syslog daemon."""
+    import shutil
+    import subprocess
+
+    if shutil.which("logger") is None:
+        if os.environ.get("CI"):
+            pytest.fail("logger (util-linux) is required in CI")
+        pytest.skip("logger not installed")
+    subprocess.run(["logger", "-u", listener.path, "--id=4242", "-t", "aiaudit", "-p",
+                    "user.warning", '{"a":1}'], check=True, timeout=10)
+    mine = syslog.format_message('{"a":1}', 4, syslog.FACILITIES["user"], pid=4242)
+    listener.messages()
+    [theirs] = listener.data
+    stamp = re.compile(rb"^(<\d+>)[A-Z][a-z]{2} [ 0-9]\d \d\d:\d\d:\d\d ")
+    assert stamp.match(theirs) and stamp.match(mine)
+    assert stamp.sub(rb"\1", theirs) == stamp.sub(rb"\1", mine)
