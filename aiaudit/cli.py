@@ -184,10 +184,13 @@ def cmd_scan(args: argparse.Namespace) -> int:
 def _emit(reg: Any, run: Any, outputs: list[tuple[str, str | None]], *,
           verbose: bool = False) -> None:
     """Render ``run`` once per requested output and write each (stdout or its file)."""
+    from aiaudit.reporters._common import text_safe
+
     for fmt, path in outputs:
         color = (path is None and sys.stdout.isatty() and not os.environ.get("NO_COLOR")
                  and os.environ.get("TERM") != "dumb")
-        text = reg.reporters[fmt].render(run, {"color": color, "verbose": verbose})
+        # text_safe: undecodable file names (surrogate escapes) must not crash the write
+        text = text_safe(reg.reporters[fmt].render(run, {"color": color, "verbose": verbose}))
         if path is None:
             sys.stdout.write(text)
             sys.stdout.flush()

@@ -63,13 +63,21 @@ def automation_id(run: RunResult) -> str:
     return f"aiaudit/{safe_id(run.ruleset)}/{safe_id(host_label(run))}/"
 
 
-def _rule_descriptor(info: RuleInfo) -> dict[str, Any]:
+def _rule_descriptor(info: RuleInfo, example: Finding | None = None) -> dict[str, Any]:
+    """The reportingDescriptor of a rule; ``example`` is a failure of the rule in this
+    run whose fix is shown in the help."""
     full = info.rationale.strip() or info.title
     help_text = [info.title, "", full]
     help_md = [f"**{info.title}**", "", full]
     if info.remediation:
         help_text += ["", "Fix: " + info.remediation.strip()]
         help_md += ["", "**Fix:** " + info.remediation.strip()]
+    elif example is not None:
+        subject = example.result.subject
+        help_text += ["", f"Fix (for {subject} on this host): "
+                      + remediation_text(example)]
+        help_md += ["", f"**Fix** (for `{subject}` on this host): "
+                    + remediation_text(example, markdown=True)]
     else:
         help_text += ["", "Fix: each failing result carries its own fix (files to drop in and "
                       "commands), see the result message; `aiaudit remediate` bundles them."]
@@ -208,6 +216,10 @@ def sarif_log(run: RunResult) -> dict[str, Any]:
             infos.append(RuleInfo(id=f.rule_id, check=f.check, severity=f.severity,
                                   title=f.title))
     index = {info.id: i for i, info in enumerate(infos)}
+    examples: dict[str, Finding] = {}
+    for f in run.findings:
+        if f.status in (Status.FAIL, Status.WAIVED) and f.result.remediation is not None:
+            examples.setdefault(f.rule_id, f)
     findings = sorted_findings(run)
     results = [_result(run, f, index) for f in findings
                if f.status in (Status.FAIL, Status.WAIVED)]
@@ -231,7 +243,7 @@ def sarif_log(run: RunResult) -> dict[str, Any]:
         "tool": {"driver": {
             "name": "aiaudit",
             "version": run.tool_version,
-            "rules": [_rule_descriptor(i) for i in infos],
+            "rules": [_rule_descriptor(i, examples.get(i.id)) for i in infos],
         }},
         "automationDetails": automation,
         "invocations": [invocation],

@@ -107,3 +107,23 @@ def test_output_write_error_is_one_message(tmp_path: Path) -> None:
             "--output", f"sarif:{tmp_path}/no/such/dir/x.sarif")
     assert r.code == 2 and r.err.startswith("aiaudit: error: cannot write")
     assert not os.path.exists(tmp_path / "no")
+
+
+def test_undecodable_file_name_does_not_break_any_output(tmp_path: Path) -> None:
+    """A config file whose name is not UTF-8 reaches evidence as a surrogate escape;
+    every format is still written, as valid UTF-8."""
+    root = tmp_path / "root"
+    d = root / "etc" / "sysctl.d"
+    d.mkdir(parents=True)
+    (d / os.fsdecode(b"\xff-bad.conf")).write_text("vm.swappiness = 90\n")
+    ext = {n: r.extension for n, r in plugins.registry().reporters.items()}
+    files = {fmt: tmp_path / f"scan.{ext[fmt]}" for fmt in FORMATS}
+    args = [a for fmt, p in files.items() for a in ("--output", f"{fmt}:{p}")]
+    r = cli("scan", "--root", str(root), "--offline", "--only", "SYSCTL-VM-SWAPPINESS", *args)
+    assert r.code == 1, r.err
+    texts = {fmt: p.read_bytes().decode("utf-8") for fmt, p in files.items()}
+    for fmt in ("json", "sarif", "events", "text"):
+        assert "\ufffd-bad.conf" in texts[fmt], fmt
+    assert "\\udcff-bad.conf" in texts["junit"]  # XML cannot hold it: escaped, visible
+    again = cli("render", str(files["json"]), "--format", "sarif")
+    assert again.code == 0, again.err

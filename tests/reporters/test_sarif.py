@@ -66,6 +66,8 @@ def test_rules_carry_github_metadata() -> None:
     assert by_id["SYSCTL-VM-SWAPPINESS"]["defaultConfiguration"]["level"] == "warning"
     assert by_id["CPU-GOVERNOR"]["defaultConfiguration"]["level"] == "note"
     assert "security" in by_id["SSHD-PERMIT-ROOT-LOGIN"]["properties"]["tags"]
+    assert "echo none > /sys/block/nvme0n1/queue/scheduler" in \
+        by_id["BLOCK-NVME-SCHEDULER"]["help"]["markdown"]
     assert "Set kernel.numa_balancing = 0." in \
         by_id["SYSCTL-KERNEL-NUMA-BALANCING"]["help"]["markdown"]
 
