@@ -5,11 +5,13 @@ into files a person (or configuration management) reviews and applies:
 
 - ``files/<target path>``: the drop-in files, in a tree mirroring their target paths;
   snippets for one path are concatenated in scan order, repeated lines dropped;
-- ``install.sh``: POSIX ``sh``, ``set -eu``; backs up every file it replaces into a
-  timestamped directory, skips files that are already identical (idempotent), installs with
-  ``install -D -m 0644``, then runs the runtime commands.  ``ROOT=/mnt/img`` installs under
-  an image or mounted root instead (and skips the commands, which act on the running
-  system); ``NO_COMMANDS=1`` skips the commands; ``BACKUP_DIR`` chooses the backup place;
+- ``install.sh``: POSIX ``sh`` (plus GNU ``readlink -m``), ``set -eu``; backs up every
+  file it replaces into a timestamped directory, skips files that are already identical
+  (idempotent), installs with ``install -D -m 0644``, then runs the runtime commands.
+  ``ROOT=/mnt/img`` installs under an image or mounted root instead (refusing a target
+  that a symlink leads out of the root, and skipping the commands, which act on the
+  running system); ``NO_COMMANDS=1`` skips the commands; ``BACKUP_DIR`` chooses where
+  backups go;
 - ``playbook.yml``: an Ansible playbook doing the same (``copy`` with ``backup: yes``,
   then ``shell`` tasks);
 - ``README.txt``: what the bundle fixes, and what it does not.
@@ -125,6 +127,15 @@ def install_script(run: RunResult, b: Bundle) -> str:
            "install_file() {",
            '    src="$HERE/files$1"',
            '    dst="$ROOT$1"',
+           '    if [ -n "$ROOT" ]; then',
+           "        # an absolute symlink inside an image points at the running system",
+           '        real=$(readlink -m -- "$dst")',
+           '        case "$real" in',
+           '            "$(readlink -m -- "$ROOT")"/*) ;;',
+           '            *) echo "refusing $dst: it resolves to $real, outside ROOT" >&2',
+           "               exit 1 ;;",
+           "        esac",
+           "    fi",
            '    if [ -f "$dst" ] && [ ! -L "$dst" ] && cmp -s "$src" "$dst"; then',
            '        echo "unchanged: $dst"',
            "        return 0",

@@ -290,3 +290,15 @@ def test_bundle_beats_a_later_sorting_dropin(make_root, tmp_path: Path) -> None:
     assert _sh(tmp_path / "bundle" / "install.sh", ROOT=str(root)).returncode == 0
     after = scan_root(root, only=("SYSCTL-VM-SWAPPINESS",))
     assert [f.status for f in after.findings] == [Status.PASS]
+
+
+def test_install_under_root_refuses_symlinks_out_of_it(make_root, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    root = make_root({"/etc/hostname": "img\n"}, links={"/etc/sysctl.d": str(outside)})
+    run = scan_root(root)
+    assert remediate.build(run).files, "the empty image fails sysctl rules"
+    remediate.write(run, str(tmp_path / "bundle"))
+    p = _sh(tmp_path / "bundle" / "install.sh", ROOT=str(root))
+    assert p.returncode != 0 and "outside ROOT" in p.stderr
+    assert list(outside.iterdir()) == []

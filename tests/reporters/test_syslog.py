@@ -156,3 +156,30 @@ def test_format_matches_util_linux_logger(listener) -> None:
     stamp = re.compile(rb"^(<\d+>)[A-Z][a-z]{2} [ 0-9]\d \d\d:\d\d:\d\d ")
     assert stamp.match(theirs) and stamp.match(mine)
     assert stamp.sub(rb"\1", theirs) == stamp.sub(rb"\1", mine)
+
+
+def test_stream_socket_fallback(tmp_path: Path) -> None:
+    """Some syslog daemons listen on a stream socket; like glibc, fall back to it and
+    end each message with NUL."""
+    path = str(tmp_path / "stream")
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind(path)
+    srv.listen(1)
+    chunks: list[bytes] = []
+
+    def serve() -> None:
+        conn, _ = srv.accept()
+        with conn:
+            while data := conn.recv(65536):
+                chunks.append(data)
+
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    evs = events(mixed_run())
+    assert syslog.send(evs, socket_path=path) == len(evs)
+    t.join(5)
+    srv.close()
+    msgs = b"".join(chunks).split(b"\0")
+    assert msgs[-1] == b""
+    got = [json.loads(LINE.match(m.decode()).group(4)) for m in msgs[:-1]]
+    assert got == evs
