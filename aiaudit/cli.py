@@ -5,11 +5,15 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from aiaudit import __version__
 from aiaudit.errors import AuditError, ExitCode, RulesetError, UsageError
 from aiaudit.model import SEVERITIES, Severity
+
+if TYPE_CHECKING:
+    from aiaudit.model import RunResult
+    from aiaudit.plugins import Registry
 
 EXIT_CODES_HELP = """\
 exit codes:
@@ -181,7 +185,7 @@ def cmd_scan(args: argparse.Namespace) -> int:
     return code
 
 
-def _emit(reg: Any, run: Any, outputs: list[tuple[str, str | None]], *,
+def _emit(reg: Registry, run: RunResult, outputs: list[tuple[str, str | None]], *,
           verbose: bool = False) -> None:
     """Render ``run`` once per requested output and write each (stdout or its file)."""
     from aiaudit.reporters._common import text_safe
@@ -317,7 +321,7 @@ def cmd_remediate(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
-def _send_syslog(run: Any, socket_path: str, code: int) -> int:
+def _send_syslog(run: RunResult, socket_path: str, code: int) -> int:
     """Send the run's events to syslog; on failure one message and exit code 2, unless the
     scan already exits 1 or 3 (that code says more about the host and is kept)."""
     from aiaudit.reporters.events import events
