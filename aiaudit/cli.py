@@ -5,11 +5,15 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from aiaudit import __version__
 from aiaudit.errors import AuditError, ExitCode, RulesetError, UsageError
 from aiaudit.model import SEVERITIES, Severity
+
+if TYPE_CHECKING:
+    from aiaudit.model import RunResult
+    from aiaudit.plugins import Registry
 
 EXIT_CODES_HELP = """\
 exit codes:
@@ -90,6 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="text format: show details of passed and skipped rules")
     s.add_argument("--debug", action="store_true",
                    help="re-raise unexpected errors in checks (for developers)")
+    _add_syslog_option(s)
 
     r = sub.add_parser("rules", help="list the rules of a ruleset")
     _add_ruleset(r)
@@ -100,6 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     v = sub.add_parser("validate", help="validate a ruleset file and report every problem")
     v.add_argument("file", metavar="FILE")
+    _add_report_commands(sub)
     return p
 
 
@@ -172,16 +178,28 @@ def cmd_scan(args: argparse.Namespace) -> int:
         **({"rule_timeout": args.rule_timeout} if args.rule_timeout else {}),
     )
     run = scan(rs, host, opts)
+    _emit(reg, run, outputs, verbose=args.verbose)
+    code = exit_status(run, fail_on)
+    if args.syslog:
+        code = _send_syslog(run, args.syslog, code)
+    return code
+
+
+def _emit(reg: Registry, run: RunResult, outputs: list[tuple[str, str | None]], *,
+          verbose: bool = False) -> None:
+    """Render ``run`` once per requested output and write each (stdout or its file)."""
+    from aiaudit.reporters._common import text_safe
+
     for fmt, path in outputs:
         color = (path is None and sys.stdout.isatty() and not os.environ.get("NO_COLOR")
                  and os.environ.get("TERM") != "dumb")
-        text = reg.reporters[fmt].render(run, {"color": color, "verbose": args.verbose})
+        # text_safe: undecodable file names (surrogate escapes) must not crash the write
+        text = text_safe(reg.reporters[fmt].render(run, {"color": color, "verbose": verbose}))
         if path is None:
             sys.stdout.write(text)
             sys.stdout.flush()
         else:
             _write(path, text)
-    return exit_status(run, fail_on)
 
 
 def _write(path: str, text: str) -> None:
@@ -241,8 +259,84 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
+# ------------------------------------------------------------------ reports: render, remediate
+def _add_syslog_option(p: argparse.ArgumentParser) -> None:
+    from aiaudit.syslog import DEFAULT_SOCKET
+
+    p.add_argument("--syslog", nargs="?", const=DEFAULT_SOCKET, default=None, metavar="SOCKET",
+                   help=f"also send one JSON event per result to syslog (ident aiaudit, "
+                        f"facility user) through SOCKET (default {DEFAULT_SOCKET})")
+
+
+def _add_report_commands(sub: Any) -> None:
+    d = sub.add_parser("render", help="re-render a saved JSON report in another format",
+                       description="Read a report written by `aiaudit scan -o json:FILE` "
+                                   "(validated against schemas/report.schema.json) and "
+                                   "render it again.")
+    d.add_argument("report", metavar="SCAN.json", help="saved JSON report (- for stdin)")
+    d.add_argument("--format", default="text", metavar="FORMAT",
+                   help="output format for stdout / --output FILE (text, json, sarif, ...)")
+    d.add_argument("--output", "-o", action="append", default=[], metavar="[FORMAT:]FILE",
+                   help="write to FILE (repeatable; FORMAT:FILE picks its format)")
+    d.add_argument("--verbose", "-v", action="store_true",
+                   help="text format: show details of passed and skipped rules")
+    m = sub.add_parser("remediate", help="write a fix bundle (files, install.sh, playbook) "
+                                         "from a saved JSON report",
+                       description="Write the drop-in files, an install.sh and an Ansible "
+                                   "playbook that fix the failures of a saved scan.  aiaudit "
+                                   "itself changes nothing on the host.")
+    m.add_argument("report", metavar="SCAN.json", help="saved JSON report (- for stdin)")
+    m.add_argument("--output-dir", "-d", required=True, metavar="DIR",
+                   help="directory for the bundle (created; must be empty unless --force)")
+    m.add_argument("--min-severity", choices=SEVERITIES, default="info",
+                   help="only fix failures at or above this severity (default info: all)")
+    m.add_argument("--force", action="store_true",
+                   help="write into DIR even if it is not empty")
+
+
+def cmd_render(args: argparse.Namespace) -> int:
+    """``aiaudit render SCAN.json``."""
+    from aiaudit import plugins
+    from aiaudit.savedreport import load_report
+
+    reg = plugins.registry()
+    outputs = _parse_outputs(args, set(reg.reporters))
+    run = load_report(args.report)
+    _emit(reg, run, outputs, verbose=args.verbose)
+    return ExitCode.OK
+
+
+def cmd_remediate(args: argparse.Namespace) -> int:
+    """``aiaudit remediate SCAN.json --output-dir DIR``."""
+    from aiaudit import remediate
+    from aiaudit.savedreport import load_report
+
+    run = load_report(args.report)
+    b = remediate.write(run, args.output_dir, min_severity=Severity(args.min_severity),
+                        force=args.force)
+    print(f"{args.output_dir}: {len(b.fixed)} failure(s) addressed: {len(b.files)} file(s), "
+          f"{len(b.commands)} command(s); {len(b.manual) + len(b.unfixable)} need a manual "
+          f"fix.  Review {os.path.join(args.output_dir, remediate.README)}, then run "
+          f"{remediate.SCRIPT}.")
+    return ExitCode.OK
+
+
+def _send_syslog(run: RunResult, socket_path: str, code: int) -> int:
+    """Send the run's events to syslog; on failure one message and exit code 2, unless the
+    scan already exits 1 or 3 (that code says more about the host and is kept)."""
+    from aiaudit.reporters.events import events
+    from aiaudit.syslog import SyslogError, send
+
+    try:
+        send(events(run), socket_path=socket_path)
+    except SyslogError as exc:
+        print(f"aiaudit: error: --syslog: {exc}", file=sys.stderr)
+        return code if code in (ExitCode.FAILED, ExitCode.NOT_EVALUATED) else ExitCode.USAGE
+    return code
+
+
 COMMANDS = {"scan": cmd_scan, "rules": cmd_rules, "explain": cmd_explain,
-            "validate": cmd_validate}
+            "validate": cmd_validate, "render": cmd_render, "remediate": cmd_remediate}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
