@@ -217,20 +217,47 @@ def _loc(e: sp.Entry) -> str:
     return f"{e.file.lstrip('/')}:{e.line}"
 
 
+def dropin_path(cfg: SysctlConfig, key: str) -> str | None:
+    """Where the fix for ``key`` goes: :data:`DROPIN`, unless a file that sets the key sorts
+    at or after it (e.g. ``99-zzz-local.conf``); then a name that sorts after every such
+    file (strcmp order), so the fix really is the last assignment at boot.  ``None`` when no
+    sensible name sorts last (a setter named with bytes above ``z``): edit that file."""
+    d, _, name = DROPIN.rpartition("/")
+    setters = [e.file.rpartition("/")[2].encode("utf-8", "surrogateescape")
+               for e in cfg.entries if fnmatch_key(e, key) and e.value is not None]
+    for _ in range(8):
+        if not any(b >= name.encode() for b in setters):
+            return f"{d}/{name}"
+        name = "z" + name
+    return None
+
+
+def fnmatch_key(entry: sp.Entry, key: str) -> bool:
+    """True if ``entry`` (explicit or glob) sets ``key``."""
+    import fnmatch
+
+    return fnmatch.fnmatchcase(key, entry.key) if entry.is_glob else entry.key == key
+
+
 def _remediation(key: str, display: str, exp: Expectation, current: str | None,
-                 decision: sp.Decision | None, live: bool) -> Remediation:
+                 decision: sp.Decision | None, live: bool, target: str | None) -> Remediation:
     value = exp.suggest(current)
     where = ""
     if decision is not None and decision.entry is not None:
         where = f"; or change {_loc(decision.entry)}"
-    if value is None:
+        if target is None:
+            return Remediation(f"Change {_loc(decision.entry)} so that {display} is "
+                               f"{exp.text()} (no drop-in name sorts after that file).")
+    if value is None or target is None:
         return Remediation(f"Set {display} so that it is {exp.text()}{where}.")
-    snippets = [Snippet.file(DROPIN, f"{display} = {value}\n",
+    snippets = [Snippet.file(target, f"{display} = {value}\n",
                              f"persist {display} (sorts last in /etc/sysctl.d)")]
+    now = ""
     if live:
         snippets.append(Snippet.command(f"sysctl -w {display}='{value}'",
                                         f"apply {display} now"))
-    return Remediation(f"Persist {display} = {value} in {DROPIN}{where}, and apply it now.",
+        now = ", and apply it now"
+    return Remediation(f"Persist {display} = {value} in {target}{where}{now}.",
                        tuple(snippets))
 
 
@@ -294,7 +321,8 @@ def run(ctx: CheckContext) -> Iterator[Result]:
     def result(status: Status, aspect: Aspect, msg: str, actual: str | None) -> Result:
         rem = None
         if status is Status.FAIL:
-            rem = _remediation(key, display, exp, runtime or boot, dec, host.live)
+            rem = _remediation(key, display, exp, runtime or boot, dec, host.live,
+                               dropin_path(cfg, key))
         return Result(status, display, msg + note, expected=want, actual=actual, aspect=aspect,
                       evidence=tuple(evidence), remediation=rem, data=data)
 

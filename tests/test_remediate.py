@@ -279,9 +279,6 @@ def test_cli_remediate_errors(tmp_path: Path) -> None:
     assert r.code == 2  # --output-dir is required
 
 
-@pytest.mark.xfail(strict=True, reason="kernel.sysctl remediation always targets "
-                   "99-zz-aiaudit.conf; a drop-in that sorts after it (99-zzz-*.conf) keeps "
-                   "winning at boot (reported to the sysctl owner)")
 def test_bundle_beats_a_later_sorting_dropin(make_root, tmp_path: Path) -> None:
     root = make_root({"/etc/sysctl.d/99-zzz-late.conf": "vm.swappiness = 90\n"})
     run = scan_root(root, only=("SYSCTL-VM-SWAPPINESS",))
