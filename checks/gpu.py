@@ -197,9 +197,9 @@ def run_match(ctx: CheckContext) -> Iterator[Result]:
                                                             lib.path.rsplit("/", 1)[-1]))
                       for lib in us.effective.values()]
     aspect = Aspect.RUNTIME if ks.loaded else Aspect.PERSISTED
-    stray = ""
+    stray = f" Note: {notes}" if notes else ""
     if us.others:
-        stray = (" Other versions also present (not selected by the loader): "
+        stray += (" Other versions also present (not selected by the loader): "
                  + ", ".join(f"{o.path}" for o in us.others) + ".")
     for stem, version, ev in libs_found:
         data = {"kernel_module": kernel.version, "library": version}
