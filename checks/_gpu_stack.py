@@ -15,8 +15,8 @@ from typing import Any, Iterable
 from aiaudit.api import Evidence
 from aiaudit.errors import HostError, LiveStateUnavailable, NotFound, ParseError
 from aiaudit.host import Host
-from aiaudit.packages import dpkg_installed
-from aiaudit.parsers import cuda, elfmodinfo, ldconf, nvidia, pyenv
+from aiaudit.packages import DPKG_STATUS, dpkg_installed
+from aiaudit.parsers import cuda, elfmodinfo, ldconf, nvidia, pyenv, rpmheader
 from aiaudit.parsers.dpkg import upstream_version
 
 MODULE_READ_CAP = 256 * 1024 * 1024
@@ -182,6 +182,7 @@ class Gpus:
 
 # ------------------------------------------------------------------ packages
 _PKG_KERNEL = re.compile(r"^(nvidia-dkms-\d+(?:-server|-open)*|nvidia-kernel-dkms|"
+                         r"nvidia-kernel-(?:common|source)-\d+(?:-server|-open)*|"
                          r"nvidia-kernel-open-dkms|nvidia-open-kernel-dkms|"
                          r"kmod-nvidia.*|nvidia-kmod.*|nvidia-open-kmod.*)$")
 _PKG_USER = re.compile(r"^(libnvidia-compute-\d+(?:-server)?|libcuda1|libnvidia-ml1|"
@@ -189,21 +190,79 @@ _PKG_USER = re.compile(r"^(libnvidia-compute-\d+(?:-server)?|libcuda1|libnvidia-
 _PKG_COMPAT = re.compile(r"^cuda-compat-(\d+)-(\d+)$")
 
 
+RPMDB_SQLITE = "/var/lib/rpm/rpmdb.sqlite"
+RPMDB_CAP = 256 * 1024 * 1024
+"""Largest rpmdb.sqlite read (a server install is 20-80 MiB)."""
+
+_PKG_PREFIXES = ("nvidia", "libnvidia", "libcuda", "cuda-compat", "cuda-drivers",
+                 "kmod-nvidia")
+
+
 def nvidia_packages(host: Host) -> dict[str, str]:
-    """NVIDIA-related installed packages (dpkg; rpm via rpmdb.sqlite): name -> version."""
+    """NVIDIA-related installed packages: name -> version (dpkg status, and the rpm
+    database where it is SQLite; see :func:`rpm_packages`)."""
 
     def load() -> dict[str, str]:
         out: dict[str, str] = {}
         try:
             for name, info in dpkg_installed(host).items():
-                if name.startswith(("nvidia", "libnvidia", "libcuda", "cuda-compat",
-                                    "cuda-drivers", "kmod-nvidia")):
+                if name.startswith(_PKG_PREFIXES):
                     out[name] = info.get("Version", "")
         except (HostError, ParseError):
             pass
+        for name, version in rpm_packages(host).items():
+            if name.startswith(_PKG_PREFIXES):
+                out.setdefault(name, version)
         return out
 
     return host.memo(("gpu-packages",), load)
+
+
+def rpm_packages(host: Host) -> dict[str, str]:
+    """Installed rpm packages (name -> ``[epoch:]version-release``) from
+    ``/var/lib/rpm/rpmdb.sqlite`` (rpm >= 4.16: RHEL 9, Fedora >= 33), read as bytes through
+    the Host and opened in memory (``sqlite3`` ``deserialize``, Python >= 3.11); ``{}`` when
+    absent, too large, on Python 3.10, or in the Berkeley DB / ndb formats of older RHEL and
+    SUSE, which are not read."""
+
+    def load() -> dict[str, str]:
+        import sqlite3
+
+        try:
+            data = bytearray(host.read_bytes(RPMDB_SQLITE, cap=RPMDB_CAP))
+        except HostError:
+            return {}
+        if not data.startswith(b"SQLite format 3\0") or len(data) < 100:
+            return {}
+        data[18:20] = b"\x01\x01"  # WAL -> rollback journal: an in-memory copy has no -wal
+        conn = sqlite3.connect(":memory:")
+        if not hasattr(conn, "deserialize"):
+            conn.close()
+            return {}
+        out: dict[str, str] = {}
+        try:
+            conn.deserialize(bytes(data))
+            for (blob,) in conn.execute("SELECT blob FROM Packages"):
+                try:
+                    fields = rpmheader.parse_header(bytes(blob))
+                except ParseError:
+                    continue
+                if "name" in fields:
+                    out.setdefault(fields["name"], rpmheader.evr(fields))
+        except sqlite3.Error:
+            return out
+        finally:
+            conn.close()
+        return out
+
+    return host.memo(("rpm-packages",), load)
+
+
+def _dpkg_names(host: Host) -> set[str]:
+    try:
+        return set(dpkg_installed(host))
+    except (HostError, ParseError):
+        return set()
 
 
 def _pkg_version(pkgs: dict[str, str], pattern: re.Pattern[str]) -> tuple[str, str] | None:
@@ -282,7 +341,8 @@ def _kernel_side(host: Host) -> KernelSide:
         for k in host.listdir(base):
             if host.is_dir(f"{base}/{k}"):
                 kroots.setdefault(k, f"{base}/{k}")
-    for k in sorted(kroots, key=_kver_key, reverse=True):
+    # A loaded module decides; module files are only read (tens of MiB) when none is.
+    for k in [] if loaded else sorted(kroots, key=_kver_key, reverse=True):
         files = _module_files(host, kroots[k])
         if not files:
             continue
@@ -304,15 +364,12 @@ def _kernel_side(host: Host) -> KernelSide:
                 break
         if installed or files:
             break
-    if installed is None:
+    if installed is None and loaded is None:
         pkgs = nvidia_packages(host)
         hit = _pkg_version(pkgs, _PKG_KERNEL)
         if hit:
-            installed = Version(hit[1], Evidence.file("/var/lib/dpkg/status", None,
-                                                      f"{hit[0]} {pkgs[hit[0]]}")
-                                if not hit[0].startswith(("kmod", "nvidia-kmod",
-                                                          "nvidia-open-kmod"))
-                                else Evidence.default("rpm database", f"{hit[0]} {pkgs[hit[0]]}"),
+            db = DPKG_STATUS if hit[0] in _dpkg_names(host) else RPMDB_SQLITE
+            installed = Version(hit[1], Evidence.file(db, None, f"{hit[0]} {pkgs[hit[0]]}"),
                                 f"package {hit[0]}")
             if kroots and not problems:
                 notes.append(f"{hit[0]} is installed but no nvidia.ko was found for any "
@@ -412,8 +469,8 @@ def _user_side(host: Host) -> UserSide:
         pkgs = nvidia_packages(host)
         hit = _pkg_version(pkgs, _PKG_USER)
         if hit:
-            package = Version(hit[1], Evidence.default("package database",
-                                                       f"{hit[0]} {pkgs[hit[0]]}"),
+            db = DPKG_STATUS if hit[0] in _dpkg_names(host) else RPMDB_SQLITE
+            package = Version(hit[1], Evidence.file(db, None, f"{hit[0]} {pkgs[hit[0]]}"),
                               f"package {hit[0]}")
     return UserSide(effective, others, tuple(compat_in_path), tuple(dirs), package)
 

@@ -385,3 +385,43 @@ def test_count(make_root) -> None:
     res = run_check("gpu.count", root, {"min_count": 1}, live=True)
     assert res[0].status is Status.FAIL and "0000:0f:00.0" in res[0].message
     assert run_check("gpu.count", root)[0].status is Status.SKIP  # offline
+
+
+# ------------------------------------------------------------------ rpm database
+def _rpmdb(tmp_path: Path, packages: list[tuple[str, str, str, int | None]]) -> bytes:
+    import sqlite3
+
+    from tests.parsers.test_rpmheader import make_header
+
+    path = tmp_path / "rpmdb.sqlite"
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA journal_mode=WAL")  # as rpm >= 4.16 leaves it
+    conn.execute("CREATE TABLE Packages (hnum INTEGER PRIMARY KEY AUTOINCREMENT, blob BLOB "
+                 "NOT NULL)")
+    conn.executemany("INSERT INTO Packages (blob) VALUES (?)",
+                     [(make_header(*p),) for p in packages])
+    conn.commit()
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    return path.read_bytes()
+
+
+@pytest.mark.skipif(not hasattr(__import__("sqlite3").Connection, "deserialize"),
+                    reason="sqlite3 deserialize needs Python >= 3.11")
+def test_rpm_database_gives_module_version(make_root, tmp_path) -> None:
+    db = _rpmdb(tmp_path, [("bash", "5.1.8", "9.el9", None),
+                           ("kmod-nvidia-latest-dkms", "550.54.15", "1.el9", 3),
+                           ("nvidia-driver-cuda-libs", "550.54.15", "1.el9", 3)])
+    assert db[18:20] == b"\x02\x02"  # WAL mode on disk
+    root = stack(make_root, module=None, lib="550.54.15", osr=ROCKY,
+                 files={"/var/lib/rpm/rpmdb.sqlite": db})
+    res = run_check("gpu.driver_match", root)
+    assert res[0].status is Status.PASS
+    assert res[0].evidence[0].source == "var/lib/rpm/rpmdb.sqlite"
+    assert "3:550.54.15-1.el9" in res[0].evidence[0].value
+    root = stack(make_root, module=None, lib="535.129.03", osr=ROCKY,
+                 files={"/var/lib/rpm/rpmdb.sqlite": db})
+    assert run_check("gpu.driver_match", root)[0].status is Status.FAIL
+    garbage = stack(make_root, module=None, lib="535.129.03", osr=ROCKY,
+                    files={"/var/lib/rpm/rpmdb.sqlite": b"SQLite format 3\0" + b"\xff" * 200})
+    assert run_check("gpu.driver_match", garbage)[0].status is Status.FAIL  # no module at all
