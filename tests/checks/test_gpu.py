@@ -425,3 +425,42 @@ def test_rpm_database_gives_module_version(make_root, tmp_path) -> None:
     garbage = stack(make_root, module=None, lib="535.129.03", osr=ROCKY,
                     files={"/var/lib/rpm/rpmdb.sqlite": b"SQLite format 3\0" + b"\xff" * 200})
     assert run_check("gpu.driver_match", garbage)[0].status is Status.FAIL  # no module at all
+
+
+# ------------------------------------------------------------------ odds and ends
+@pytest.mark.parametrize("osr,expect", [
+    ("ID=debian\nVERSION_ID=12\n", "apt-get install cuda-drivers-580"),
+    ('ID="sles"\nID_LIKE="suse"\n', "zypper install cuda-drivers-580"),
+    ("ID=ubuntu\nID_LIKE=debian\n", "apt-get install nvidia-driver-580-server"),
+    ('ID="rocky"\nID_LIKE="rhel centos fedora"\n', "nvidia-driver:580-dkms"),
+])
+def test_remediation_names_package_per_distro(make_root, osr: str, expect: str) -> None:
+    root = stack(make_root, osr=osr, files=toolkit("13.0.0"))
+    res = run_check("gpu.cuda_driver", root)
+    assert res[0].status is Status.FAIL
+    assert expect in res[0].remediation.snippets[0].content
+    root = stack(make_root, osr="ID=arch\n", files=toolkit("13.0.0"))
+    rem = run_check("gpu.cuda_driver", root)[0].remediation
+    assert not rem.snippets and "cuda-drivers-580" in rem.summary
+
+
+def test_newer_runtime_wheel_raises_the_release_requirement(make_root) -> None:
+    site = "/usr/local/lib/python3.10/dist-packages"
+    files = {**torch(site, "2.3.0+cu121", "12.1"),
+             f"{site}/nvidia_cuda_runtime_cu12-12.4.127.dist-info/METADATA": "x"}
+    res = run_check("gpu.cuda_driver", stack(make_root, files=files), {"table": "release"})
+    assert res[0].status is Status.FAIL and res[0].expected == ">= 550.54.14"
+
+
+def test_unreadable_proc_version_is_an_error(make_root) -> None:
+    root = stack(make_root, module=None, lib="550.54.15", files={
+        "/proc/driver/nvidia/version": "NVRM version: garbage\n"})
+    res = run_check("gpu.driver_match", root, live=True)
+    assert res[0].status is Status.ERROR and "unrecognised" in res[0].message
+
+
+def test_broken_torch_version_py_is_an_error(make_root) -> None:
+    site = "/usr/lib/python3/dist-packages"
+    res = run_check("gpu.cuda_driver", stack(make_root, files={
+        f"{site}/torch/version.py": "cuda = '12.1'\n"}))
+    assert res[0].status is Status.ERROR and "__version__" in res[0].message
