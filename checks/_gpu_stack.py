@@ -38,10 +38,14 @@ SITE_PATTERNS = (
 )
 """System-wide site directories."""
 
-CONDA_HOMES = ("/opt/conda", "/opt/miniconda3", "/opt/miniforge3", "/opt/anaconda3",
-               "/root/miniconda3", "/root/anaconda3", "/root/miniforge3",
-               "/home/*/miniconda3", "/home/*/anaconda3", "/home/*/miniforge3")
+CONDA_HOMES = ("/opt/conda", "/opt/miniconda3", "/opt/miniforge3", "/opt/anaconda3")
 """Conda installations: their base env and ``envs/*``."""
+
+CONDA_IN_HOME = ("miniconda3", "anaconda3", "miniforge3")
+"""Per-user conda installations (``~/miniconda3``...), for /root and /home/*."""
+
+MAX_HOMES = 64
+"""Home directories looked into (each lookup may trigger an automount on /home)."""
 
 MAX_SITE_DIRS = 256
 """Upper bound on Python site directories inspected (bounded globbing)."""
@@ -536,10 +540,16 @@ def _toolkits(host: Host) -> list[Toolkit]:
 
 
 # ------------------------------------------------------------------ frameworks
-def site_dirs(host: Host, envs: Iterable[str], venv_roots: Iterable[str]) -> list[str]:
+def site_dirs(host: Host, envs: Iterable[str], venv_roots: Iterable[str],
+              homes: bool = True) -> list[str]:
     """Python site directories to inspect: the ruleset's envs (a prefix or a site dir),
-    venvs under the given roots, conda envs and the system ones; bounded."""
+    venvs under the given roots, conda envs (system-wide, /root's and, with ``homes``, those
+    of the first :data:`MAX_HOMES` users under /home) and the system ones; bounded."""
     pats: list[str] = []
+    conda = list(CONDA_HOMES) + [f"/root/{c}" for c in CONDA_IN_HOME]
+    if homes:
+        conda += [f"/home/{u}/{c}" for u in host.listdir("/home")[:MAX_HOMES]
+                  for c in CONDA_IN_HOME]
     for e in envs:
         e = e.rstrip("/")
         if e.endswith(("site-packages", "dist-packages")):
@@ -549,7 +559,7 @@ def site_dirs(host: Host, envs: Iterable[str], venv_roots: Iterable[str]) -> lis
     for r in venv_roots:
         r = r.rstrip("/")
         pats += [f"{r}/lib/python3*/site-packages", f"{r}/*/lib/python3*/site-packages"]
-    for c in CONDA_HOMES:
+    for c in conda:
         pats += [f"{c}/lib/python3*/site-packages", f"{c}/envs/*/lib/python3*/site-packages"]
     pats += list(SITE_PATTERNS)
     out: list[str] = []
@@ -569,16 +579,17 @@ def site_dirs(host: Host, envs: Iterable[str], venv_roots: Iterable[str]) -> lis
     return out
 
 
-def frameworks(host: Host, envs: Iterable[str] = (),
-               venv_roots: Iterable[str] = ()) -> list[Framework]:
+def frameworks(host: Host, envs: Iterable[str] = (), venv_roots: Iterable[str] = (),
+               homes: bool = True) -> list[Framework]:
     """PyTorch and JAX CUDA builds in every site directory (see :func:`site_dirs`)."""
-    key = ("gpu-frameworks", tuple(envs), tuple(venv_roots))
-    return host.memo(key, lambda: _frameworks(host, tuple(envs), tuple(venv_roots)))
+    key = ("gpu-frameworks", tuple(envs), tuple(venv_roots), homes)
+    return host.memo(key, lambda: _frameworks(host, tuple(envs), tuple(venv_roots), homes))
 
 
-def _frameworks(host: Host, envs: tuple[str, ...], roots: tuple[str, ...]) -> list[Framework]:
+def _frameworks(host: Host, envs: tuple[str, ...], roots: tuple[str, ...],
+                homes: bool) -> list[Framework]:
     out: list[Framework] = []
-    for site in site_dirs(host, envs, roots):
+    for site in site_dirs(host, envs, roots, homes):
         try:
             names = host.listdir(site)
         except HostError:

@@ -54,6 +54,10 @@ _ENVS = {
     "venv_roots": {"type": "array", "items": {"type": "string", "pattern": "^/"},
                    "default": ["/opt/venvs", "/opt/venv"],
                    "description": "directories holding venvs (<root>/<name>/lib/python3*)"},
+    "search_homes": {"type": "boolean", "default": True,
+                     "description": "look for ~/miniconda3, ~/anaconda3, ~/miniforge3 of "
+                                    "(at most 64) users under /home; turn off where /home "
+                                    "is an automounter"},
 }
 
 
@@ -260,7 +264,7 @@ def run_cuda(ctx: CheckContext) -> Iterator[Result]:
     table = gs.driver_table()
     drv = driver_version(host)
     tks = gs.toolkits(host) if "toolkits" in p["targets"] else []
-    fws = (gs.frameworks(host, p["python_envs"], p["venv_roots"])
+    fws = (gs.frameworks(host, p["python_envs"], p["venv_roots"], p["search_homes"])
            if "frameworks" in p["targets"] else [])
     if not tks and not fws:
         yield Result(Status.SKIP, "cuda", "no CUDA toolkit (/usr/local/cuda-*) and no PyTorch "

@@ -464,3 +464,13 @@ def test_broken_torch_version_py_is_an_error(make_root) -> None:
     res = run_check("gpu.cuda_driver", stack(make_root, files={
         f"{site}/torch/version.py": "cuda = '12.1'\n"}))
     assert res[0].status is Status.ERROR and "__version__" in res[0].message
+
+
+def test_conda_in_home_directories(make_root) -> None:
+    site = "/home/bob/miniforge3/envs/llm/lib/python3.11/site-packages"
+    root = stack(make_root, module="470.223.02", lib="470.223.02",
+                 files=torch(site, "2.4.0+cu124", "12.4"))
+    res = run_check("gpu.cuda_driver", root)
+    assert res[0].status is Status.FAIL and site in res[0].subject
+    res = run_check("gpu.cuda_driver", root, {"search_homes": False})
+    assert res[0].status is Status.SKIP
