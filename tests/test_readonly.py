@@ -27,11 +27,32 @@ def sink(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """All fixture roots overlaid into one tree (later cases win on clashes)."""
     root = tmp_path_factory.mktemp("sink")
     for case in sorted(ROOTS.glob("*/root")):
-        shutil.copytree(case, root, symlinks=True, dirs_exist_ok=True)
+        overlay(case, root)
     # a FIFO where a config file is expected must neither hang the scan nor be opened
     (root / "etc" / "sysctl.d").mkdir(parents=True, exist_ok=True)
     os.mkfifo(root / "etc" / "sysctl.d" / "50-fifo.conf")
     return root
+
+
+def overlay(src: Path, dst: Path) -> None:
+    """Copy ``src`` over ``dst``: files and symlinks replace what is there."""
+    for dirpath, dirnames, filenames in os.walk(src):
+        rel = Path(dirpath).relative_to(src)
+        target_dir = dst / rel
+        if target_dir.is_symlink() or (target_dir.exists() and not target_dir.is_dir()):
+            target_dir.unlink()
+        target_dir.mkdir(parents=True, exist_ok=True)
+        for name in filenames + [d for d in dirnames if (Path(dirpath) / d).is_symlink()]:
+            s, t = Path(dirpath) / name, target_dir / name
+            if t.is_symlink() or t.is_file():
+                t.unlink()
+            elif t.is_dir():
+                shutil.rmtree(t)
+            if s.is_symlink():
+                os.symlink(os.readlink(s), t)
+            else:
+                shutil.copy2(s, t)
+        dirnames[:] = [d for d in dirnames if not (Path(dirpath) / d).is_symlink()]
 
 
 def snapshot(root: Path) -> dict[str, tuple]:
