@@ -20,7 +20,6 @@ silence the whole ruleset is refused.  Every problem in the file is reported at 
 from __future__ import annotations
 
 import datetime as _dt
-from typing import Any
 
 from aiaudit.errors import RulesetError
 from aiaudit.model import Waiver
@@ -28,13 +27,19 @@ from aiaudit.model import Waiver
 _KEYS = ("rule", "subject", "host")
 
 
-def _normalise_dates(data: Any) -> None:
-    """YAML 1.1 turns an unquoted ``2026-01-31`` into a date: use its ISO text instead."""
-    if not isinstance(data, dict) or not isinstance(data.get("waivers"), list):
-        return
-    for item in data["waivers"]:
-        if isinstance(item, dict) and type(item.get("expires")) is _dt.date:
-            item["expires"] = item["expires"].isoformat()
+def _loader() -> type:
+    """The safe loader, but timestamps stay text: ``expires: 2026-02-30`` must become a
+    positioned problem, not a ValueError from the YAML date constructor."""
+    import yaml
+
+    from aiaudit import yamlpos
+
+    class NoDates(yamlpos._Loader):  # type: ignore[name-defined,misc]
+        pass
+
+    NoDates.add_constructor("tag:yaml.org,2002:timestamp",
+                            yaml.constructor.SafeConstructor.construct_yaml_str)
+    return NoDates
 
 
 def parse_waivers(text: str, origin: str) -> tuple[Waiver, ...]:
@@ -46,13 +51,12 @@ def parse_waivers(text: str, origin: str) -> tuple[Waiver, ...]:
     from aiaudit.ruleset import schema, schema_problems
 
     try:
-        doc = yamlpos.load(text, origin)
+        doc = yamlpos.load(text, origin, _loader())
     except yaml.YAMLError as exc:
         raise RulesetError([yamlpos.error_message(exc, origin)]) from None
     if not isinstance(doc.data, dict):
         raise RulesetError([f"{doc.where()}: a waiver file must be a mapping with a "
                             f"'waivers' list (got {type(doc.data).__name__})"])
-    _normalise_dates(doc.data)
     problems = yamlpos.duplicate_keys(doc)
     problems += schema_problems(doc.data, schema("waiver.schema.json"), doc)
     if problems:

@@ -80,7 +80,8 @@ def build(run: RunResult, verbose: bool = False) -> list[list[Segment]]:
     osname = f" ({h.os_name})" if h.os_name else ""
     out.append([("aiaudit ", "bold"), (run.tool_version, ""), ("  ruleset ", "dim"),
                 (f"{run.ruleset} {run.ruleset_version}", "bold"), ("  host ", "dim"),
-                (f"{h.hostname}{osname}", "bold"), (f"  {h.mode}, root {h.root}", "dim")])
+                (f"{h.hostname}{osname}", "bold"), (f"  {h.mode}, root {h.root}", "dim"),
+                (f", image {h.image_id}" if h.image_id else "", "dim")])
     out.append([(f"started {run.started}, took {run.duration_s:.2f}s", "dim")])
     groups: dict[Status, list[Finding]] = {s: [] for s in GROUP_ORDER}
     for f in run.findings:
