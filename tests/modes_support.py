@@ -6,6 +6,8 @@ change and exit-code logic can be tested without depending on what a real check 
 
 from __future__ import annotations
 
+import os
+import shutil
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -17,6 +19,23 @@ import yaml
 from aiaudit import plugins
 from aiaudit.api import CheckContext, CheckSpec, Result, Status
 from aiaudit.model import Finding, HostInfo, RunResult, Severity
+
+REPO = Path(__file__).resolve().parent.parent
+AIAUDIT = Path(os.environ.get("VIRTUAL_ENV", REPO / ".venv")) / "bin" / "aiaudit"
+"""The installed ``aiaudit`` script of the venv running the tests."""
+
+
+def need(ok: bool, why: str) -> None:
+    """Skip the test when ``ok`` is false - but fail it in CI, which must run it."""
+    if not ok:
+        if os.environ.get("CI"):
+            pytest.fail(f"this test needs {why} in CI")
+        pytest.skip(f"needs {why}")
+
+
+def need_program(program: str) -> None:
+    """:func:`need` for a program on PATH."""
+    need(shutil.which(program) is not None, program)
 
 
 def _run(ctx: CheckContext) -> Iterator[Result]:

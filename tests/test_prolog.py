@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -15,18 +14,16 @@ import pytest
 
 from aiaudit.cli import PROLOG_TIMEOUT, _mode_inputs, build_parser, reason_line
 from tests.helpers import cli
-from tests.modes_support import finding, run_of, scripted  # noqa: F401
+from tests.modes_support import (  # noqa: F401
+    AIAUDIT,
+    REPO,
+    finding,
+    need_program,
+    run_of,
+    scripted,
+)
 
-REPO = Path(__file__).resolve().parent.parent
 PROLOG = REPO / "examples" / "slurm" / "prolog.sh"
-AIAUDIT = Path(os.environ.get("VIRTUAL_ENV", REPO / ".venv")) / "bin" / "aiaudit"
-
-
-def _need(program: str) -> None:
-    if shutil.which(program) is None:
-        if os.environ.get("CI"):
-            pytest.fail(f"{program} is required in CI")
-        pytest.skip(f"{program} not installed")
 
 
 # ----------------------------------------------------------------- reason line
@@ -194,7 +191,7 @@ def test_example_prolog_never_drains_for_its_own_breakage(tmp_path: Path) -> Non
 
 
 def test_example_prolog_runs_no_slurm_command(tmp_path: Path, sysctl_roots) -> None:
-    _need("strace")
+    need_program("strace")
     if not AIAUDIT.exists():
         pytest.skip("aiaudit is not installed in the venv")
     _, bad = sysctl_roots
@@ -209,7 +206,7 @@ def test_example_prolog_runs_no_slurm_command(tmp_path: Path, sysctl_roots) -> N
 
 
 def test_example_prolog_passes_shellcheck() -> None:
-    _need("shellcheck")
+    need_program("shellcheck")
     proc = subprocess.run(["shellcheck", "-s", "sh", str(PROLOG)], capture_output=True,
                           text=True)
     assert proc.returncode == 0, proc.stdout
