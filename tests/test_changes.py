@@ -110,6 +110,9 @@ def test_cli_changes_since(scripted, tmp_path: Path) -> None:  # noqa: F811
 
     from aiaudit.ruleset import schema
     jsonschema.validate(doc, schema("report.schema.json"))
+    text = _scan(after, tmp_path, "--changes-since", str(prev)).out
+    assert "FAIL   high     R-OK  - (added, was pass)" in text
+    assert "R-FIX  a (fixed, was fail)" in text
     # nothing changed: nothing reported, exit code still 1
     prev2 = tmp_path / "prev2.json"
     _scan(after, tmp_path, "--output", f"json:{prev2}")

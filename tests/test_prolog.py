@@ -174,6 +174,12 @@ def test_example_prolog_passes_and_drains(tmp_path: Path, sysctl_roots) -> None:
     line = "aiaudit: FAIL SYSCTL-VM-SWAPPINESS (vm.swappiness: 60, expected <= 10)"
     assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", line + "\n")
     assert (tmp_path / "run" / "reason").read_text() == line + "\n"
+    # noise on stderr (a warning from a library) does not become the reason
+    noisy = tmp_path / "noisy-aiaudit"
+    noisy.write_text(f'#!/bin/sh\necho "DeprecationWarning: x" >&2\nexec {AIAUDIT} "$@"\n')
+    noisy.chmod(0o755)
+    proc, _ = _prolog(tmp_path, "--root", str(bad), *only, AIAUDIT=str(noisy))
+    assert proc.returncode == 1 and proc.stderr == line + "\n"
     # below the threshold: the job runs
     proc, _ = _prolog(tmp_path, "--root", str(bad), *only, AIAUDIT_FAIL_ON="high")
     assert proc.returncode == 0

@@ -43,6 +43,15 @@ def _sort_key(f: Finding) -> tuple[int, str, str]:
     return (-f.severity.rank, f.rule_id, f.result.subject)
 
 
+def _change_tag(f: Finding) -> str:
+    """`` (added)`` / `` (fixed, was fail)`` for a --changes-since result, else empty."""
+    change = f.result.data.get("change") if f.result.data else None
+    if not isinstance(change, dict) or "kind" not in change:
+        return ""
+    was = change.get("previous_status")
+    return f" ({change['kind']}, was {was})" if was else f" ({change['kind']})"
+
+
 def _detail_lines(f: Finding) -> list[list[Segment]]:
     r = f.result
     lines: list[list[Segment]] = []
@@ -98,7 +107,7 @@ def build(run: RunResult, verbose: bool = False) -> list[list[Segment]]:
                 (f"{status.value.upper():<6}", STATUS_STYLE[status]), (" ", ""),
                 (f"{f.severity.value:<8}", SEVERITY_STYLE[f.severity]), (" ", ""),
                 (f.rule_id, "bold"), ("  ", ""), (f.result.subject, "cyan"),
-                (aspect, "magenta"),
+                (aspect, "magenta"), (_change_tag(f), "bold yellow"),
                 ("  " + (f.title if status is not Status.PASS or verbose else ""), "dim"),
             ])
             if status in (Status.PASS,) and not verbose:

@@ -55,10 +55,12 @@ mkdir -p "$(dirname "$REPORT")" "$(dirname "$REASON_FILE")" 2>/dev/null
 # kernel cannot hold the job longer than the scan deadline plus 5 seconds.
 # stdout (the report) is discarded; the JSON report is kept in $REPORT for the admin;
 # stderr carries the one-line reason.
-reason=$(timeout -k 2 $((TIMEOUT + 5)) "$AIAUDIT" scan --prolog \
+stderr=$(timeout -k 2 $((TIMEOUT + 5)) "$AIAUDIT" scan --prolog \
     --ruleset "$RULESET" --fail-on "$FAIL_ON" --on-error "$ON_ERROR" --timeout "$TIMEOUT" \
     --format json --output "json:$REPORT" "$@" 2>&1 >/dev/null)
 rc=$?
+# the reason is the last "aiaudit: " line (anything else on stderr is noise, e.g. warnings)
+reason=$(printf '%s\n' "$stderr" | grep '^aiaudit: ' | tail -n 1)
 
 case $rc in
     0)
@@ -80,6 +82,6 @@ case $rc in
         fi
         exit 0 ;;
     *)
-        log "aiaudit: pre-flight check itself failed (exit $rc), node not drained: $reason"
+        log "aiaudit: pre-flight check itself failed (exit $rc), node not drained: $stderr"
         exit 0 ;;
 esac

@@ -6,8 +6,8 @@ The debootstrap root is built once per test session (about a minute from a reach
 mirror); set ``AIAUDIT_DEBOOTSTRAP_CACHE=/some/dir`` to keep it between runs.  The mirror
 is the one apt on this machine uses (``/etc/apt/sources.list[.d]``), or
 ``AIAUDIT_DEBIAN_MIRROR``.  Each image variant is a hard-link copy of the cached root
-(instant); files are only ever replaced (unlink, then write), never written through a
-link, so the cache stays pristine.
+(instant; ``cp -a --reflink=auto`` across file systems); files are only ever replaced
+(unlink, then write), never written through a link, so the cache stays pristine.
 
 **Extending it** (for each check family): add the family's files to :data:`TRAINING_FILES`
 so the golden image passes its rules, its rule ids and expected outcome to
@@ -247,7 +247,10 @@ def variant(src: Path, dst: Path, files: Mapping[str, str] = {},
     """A copy of ``src`` at ``dst`` sharing unchanged files (hard links), with ``files``
     written, ``links`` made and ``remove`` deleted.  Changed paths are unlinked first, so a
     shared inode is never written to."""
-    subprocess.run(["cp", "-al", str(src), str(dst)], check=True)
+    if subprocess.run(["cp", "-al", str(src), str(dst)], capture_output=True).returncode:
+        # another file system (a cache dir elsewhere): a real (reflink when possible) copy
+        shutil.rmtree(dst, ignore_errors=True)
+        subprocess.run(["cp", "-a", "--reflink=auto", str(src), str(dst)], check=True)
     for path in [*remove, *files, *links]:
         p = dst / path.lstrip("/")
         if p.is_symlink() or p.exists():
