@@ -132,9 +132,9 @@ def apply_waivers(findings: list[Finding], waivers: Sequence[Waiver], host: Host
     hidden).  A waiver applies through its ``expires`` day (``today`` is ``YYYY-MM-DD``).
     Notices name, with the waiver's file:line:col: every expired waiver (and how many
     failures it no longer covers), every waiver whose rule pattern matches none of
-    ``rule_ids`` (a typo or a removed rule), and every waiver for this host that matched no
-    failure (stale).  A waiver whose ``host`` pattern does not match this host is silent:
-    one waiver file serves a fleet.
+    ``rule_ids`` (a typo or a removed rule), and every waiver that matched no failure
+    (stale).  A waiver whose ``host`` pattern does not match this host is silent here: one
+    waiver file serves a fleet.
     """
     from fnmatch import fnmatchcase
 
@@ -165,6 +165,8 @@ def apply_waivers(findings: list[Finding], waivers: Sequence[Waiver], host: Host
     for i, w in enumerate(waivers):
         what = f"waiver for {w.rule}" + (f" subject {w.subject}" if w.subject else "")
         where = f" ({w.source})" if w.source else ""
+        if not host_ok(w):
+            continue
         if i in expired:
             n = uncovered.get(i, 0)
             notices.append(f"{what} expired on {w.expires}{where}: it no longer applies"
@@ -172,7 +174,7 @@ def apply_waivers(findings: list[Finding], waivers: Sequence[Waiver], host: Host
         elif rule_ids is not None and not any(fnmatchcase(r, w.rule) for r in rule_ids):
             notices.append(f"{what} matches no rule of this scan{where}: "
                            "fix the rule id or remove it")
-        elif i not in used and host_ok(w):
+        elif i not in used:
             notices.append(f"{what} matched no failure{where}: remove it if stale")
     return out, notices
 

@@ -130,10 +130,10 @@ def test_patterns_rule_subject_host() -> None:
     fs = [finding("SYSCTL-NET-X", "fail", "net.a"), finding("SYSCTL-NET-Y", "fail", "net.b"),
           finding("SYSCTL-VM-Z", "fail", "vm.z")]
     ws = [W("SYSCTL-NET-*", subject="net.a"), W("SYSCTL-VM-?", host="gpu-b*"),
-          W("SYSCTL-VM-?", host="gpu-a[0-9]")]
+          W("SYSCTL-VM-?", host="gpu-a[0-9]"), W("SYSCTL-NET-Y", "2001-01-01", host="gpu-b*")]
     out, notices = apply_waivers(fs, ws, HOST, "2026-06-01", [f.rule_id for f in fs])
     assert [f.waiver for f in out] == [ws[0], None, ws[2]]
-    # the gpu-b waiver does not concern this host: no "unused" notice for it
+    # the gpu-b waivers do not concern this host: no "unused" or "expired" notice here
     assert notices == []
 
 
