@@ -216,3 +216,22 @@ def test_example_prolog_passes_shellcheck() -> None:
     proc = subprocess.run(["shellcheck", "-s", "sh", str(PROLOG)], capture_output=True,
                           text=True)
     assert proc.returncode == 0, proc.stdout
+
+
+def test_prolog_bench_measures(tmp_path: Path, sysctl_roots, capsys) -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("prolog_bench",
+                                                  REPO / "bench" / "prolog_bench.py")
+    assert spec and spec.loader
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    assert bench.percentile([5, 1, 4, 2, 3], 95) == 5
+    assert bench.percentile([5, 1, 4, 2, 3], 50) == 3
+    good, _ = sysctl_roots
+    assert bench.main(["-n", "2", "--warmup", "0", "--json", "--root", str(good),
+                       "--", "--only", "SYSCTL-VM-SWAPPINESS"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["runs"] == 2 and res["exit_codes"] == [0]
+    assert 0 < res["wall_median_s"] <= res["wall_p95_s"] and res["scan_median_s"] is not None
+    assert "--prolog" in res["command"] and "--ruleset dl-training" in res["command"]

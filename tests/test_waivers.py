@@ -4,6 +4,7 @@ notices that keep stale waivers from piling up, and how waived results reach the
 from __future__ import annotations
 
 import json
+from fnmatch import fnmatchcase
 from pathlib import Path
 
 import pytest
@@ -211,3 +212,19 @@ def test_cli_waived_failure_does_not_fail_the_gate(scripted, tmp_path: Path) -> 
     assert "waived: replacement card ordered (INC-42) (owner hpc-ops, expires 2099-12-31)" \
         in text.out
     assert "GATE-B expired on 2001-01-01" in text.out
+
+
+def test_schema_is_valid_and_example_file_loads() -> None:
+    import jsonschema
+
+    from aiaudit.ruleset import schema
+    from tests.modes_support import REPO
+
+    jsonschema.Draft202012Validator.check_schema(schema("waiver.schema.json"))
+    ws = load_waivers(str(REPO / "examples" / "waivers.yaml"))
+    assert [w.rule for w in ws] == ["SYSCTL-NET-IPV4-TCP-TW-REUSE",
+                                    "SYSCTL-KERNEL-NUMA-BALANCING", "SYSCTL-NET-CORE-*"]
+    # every example waiver names a rule of the shipped ruleset
+    r = cli("rules")
+    ids = [line.split()[0] for line in r.out.splitlines()[1:]]
+    assert all(any(fnmatchcase(i, w.rule) for i in ids) for w in ws)
