@@ -99,23 +99,22 @@ def _short(err: Any) -> str:
     return err.message if len(err.message) < 300 else err.message[:300] + "..."
 
 
-def _read_file(path: str) -> str:
-    """Read a ruleset file the user named (regular files only, size-capped)."""
+def _read_file(path: str, what: str = "ruleset", limit: int = MAX_RULESET_BYTES) -> str:
+    """Read a ruleset (or other input) file the user named (regular files only, at most
+    ``limit`` bytes); ``what`` names it in messages."""
     try:
         st = os.stat(path)
     except OSError as exc:
-        raise UsageError(f"{path}: cannot read ruleset: {exc.strerror}") from None
+        raise UsageError(f"{path}: cannot read {what}: {exc.strerror}") from None
     if not stat.S_ISREG(st.st_mode):
         raise UsageError(f"{path}: not a regular file")
-    if st.st_size > MAX_RULESET_BYTES:
-        raise UsageError(
-            f"{path}: {st.st_size} bytes is too large for a ruleset (limit {MAX_RULESET_BYTES})"
-        )
+    if st.st_size > limit:
+        raise UsageError(f"{path}: {st.st_size} bytes is too large for a {what} (limit {limit})")
     try:
         with open(path, "rb") as fh:
-            data = fh.read(MAX_RULESET_BYTES + 1)
+            data = fh.read(limit + 1)
     except OSError as exc:
-        raise UsageError(f"{path}: cannot read ruleset: {exc.strerror}") from None
+        raise UsageError(f"{path}: cannot read {what}: {exc.strerror}") from None
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:

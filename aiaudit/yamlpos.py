@@ -81,9 +81,10 @@ def duplicate_keys(doc: Located) -> list[str]:
     return out
 
 
-def load(text: str, origin: str) -> Located:
-    """Parse one YAML document; raises :class:`yaml.YAMLError` with a position."""
-    loader = _loader_class()(text)
+def load(text: str, origin: str, loader_class: type | None = None) -> Located:
+    """Parse one YAML document; raises :class:`yaml.YAMLError` with a position.
+    ``loader_class`` replaces the (C) safe loader, e.g. one with other constructors."""
+    loader = (loader_class or _loader_class())(text)
     try:
         node = loader.get_single_node()
         data = loader.construct_document(node) if node is not None else None
