@@ -172,13 +172,19 @@ def parse_shell_assignments(text: str, env: dict[str, str] | None = None
                             line += 1
                         j += 2
                         continue
+                    if text[j] == "$":
+                        m2 = _VAR.match(text, j)
+                        if m2:
+                            buf.append(env.get(m2.group(1) or m2.group(2), ""))
+                            j = m2.end()
+                            continue
                     if text[j] == "\n":
                         line += 1
                     buf.append(text[j])
                     j += 1
                 if j >= n:
                     raise ParseError(f"line {start_line}: unterminated double quote")
-                value.append(_expand("".join(buf), env))
+                value.append("".join(buf))
                 i = j + 1
             elif c == "\\" and i + 1 < n:
                 if text[i + 1] == "\n":
@@ -205,10 +211,6 @@ def parse_shell_assignments(text: str, env: dict[str, str] | None = None
         env[name] = val
         out.append(ShellAssignment(name, val, start_line, text[start:i]))
     return out, env, notes
-
-
-def _expand(s: str, env: dict[str, str]) -> str:
-    return _VAR.sub(lambda m: env.get(m.group(1) or m.group(2), ""), s)
 
 
 # ------------------------------------------------------------------ BLS and grub.cfg

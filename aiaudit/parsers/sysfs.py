@@ -133,7 +133,7 @@ def parse_size(text: str) -> Size:
     if t and t[-1].lower() in _SUFFIX:
         mult = _SUFFIX[t[-1].lower()]
         t = t[:-1]
-    if not t.isdigit():
+    if not t.isascii() or not t.isdigit():
         raise ParseError(f"bad size {text!r}")
     return Size(bytes=int(t) << (10 * mult))
 
