@@ -77,13 +77,13 @@ class IdleState:
 
 
 
-def idle_state(host: Host) -> IdleState:
-    """Read cpuidle once per run (memoized): one listing per CPU, then ``latency`` and
-    ``disable`` per state, ``name`` once per state index."""
-    return host.memo(("cpuidle",), lambda: _idle_state(host))
+def idle_state(host: Host, bound: int) -> IdleState:
+    """Read cpuidle once per run and bound (memoized): one listing per CPU, ``latency`` per
+    state, ``disable`` only for states deeper than ``bound``, ``name`` once per state."""
+    return host.memo(("cpuidle", bound), lambda: _idle_state(host, bound))
 
 
-def _idle_state(host: Host) -> IdleState:
+def _idle_state(host: Host, bound: int) -> IdleState:
     driver = read_opt(host, f"{CPU}/cpuidle/current_driver")
     try:
         online = sysfs.parse_cpulist(read_opt(host, f"{CPU}/online") or "")
@@ -104,7 +104,9 @@ def _idle_state(host: Host) -> IdleState:
                 continue
             if st not in names:
                 names[st] = read_opt(host, f"{base}/{st}/name") or st
-            states.append((st, int(lat), read_opt(host, f"{base}/{st}/disable") == "1"))
+            deep = int(lat) > bound
+            states.append((st, int(lat),
+                           deep and read_opt(host, f"{base}/{st}/disable") == "1"))
         qos_txt = read_opt(host, f"{CPU}/cpu{c}/power/pm_qos_resume_latency_us")
         qos = 0 if qos_txt == "n/a" else (int(qos_txt) if qos_txt and qos_txt.isdigit()
                                           and qos_txt != "0" else None)
@@ -207,7 +209,7 @@ def run(ctx: CheckContext) -> Iterator[Result]:
     nothing_to_limit = False
     proc = boot.proc_cmdline(host)
     if host.live:
-        state = idle_state(host)
+        state = idle_state(host, bound)
         driver = state.driver if state.driver not in (None, "none") else None
         if not state.cpus:
             held = proc is not None and cmdline_limit(proc, max_cs, None)[0] and \
