@@ -222,7 +222,7 @@ def run(ctx: CheckContext) -> Iterator[Result]:
                              evidence=(Evidence.runtime(f"{CPU}/cpuidle/current_driver",
                                                         state.driver or "absent"),))
                 return
-            runtime_ok, runtime_txt = True, "no cpuidle states (" + \
+            runtime_ok, runtime_txt = True, "held: no cpuidle states (" + \
                 cmdline_limit(proc, max_cs, None)[1] + " on /proc/cmdline)"
             evidence.append(proc.evidence("idle"))
         else:
@@ -253,13 +253,12 @@ def run(ctx: CheckContext) -> Iterator[Result]:
                     nothing_to_limit = True
             runtime_ok = not usable
             if usable:
-                runtime_txt = "; ".join(
+                runtime_txt = "missing: " + "; ".join(
                     f"CPUs {sysfs.format_cpulist(cs)} can enter {', '.join(names)}"
                     for names, cs in usable.items()) + f" (driver {state.driver})"
             else:
-                runtime_txt = "no deep state usable" + (f" ({'; '.join(sorted(mech))})"
-                                                         if mech else
-                                                         f" (no state deeper than {bound} µs)")
+                runtime_txt = "held" + (f" ({'; '.join(sorted(mech))})" if mech else
+                                        f" (no state deeper than {bound} µs)")
             evidence.append(Evidence.runtime(f"{CPU}/cpu*/cpuidle/state*/{{latency,disable}}",
                                              runtime_txt))
             if tuned_running and tl:
@@ -319,7 +318,7 @@ def run(ctx: CheckContext) -> Iterator[Result]:
     if host.live and not p.get("persist", True) and runtime_ok:
         boot_ok = True
     status, aspect, msg = verdict(host.live, runtime_ok, boot_ok, boot_set=boot_ok,
-                                  what="idle states", runtime_txt=runtime_txt,
+                                  what="the C-state limit", runtime_txt=runtime_txt,
                                   boot_txt=boot_txt, want=want)
     if notes:
         msg += ". " + "; ".join(notes)

@@ -110,7 +110,7 @@ def run_thp(ctx: CheckContext) -> Iterator[Result]:
             return
         ev.append(Evidence.runtime(path, text))
     try:
-        value, source, explicit = None, "kernel default unknown", False
+        value, source, explicit = None, "kernel default unknown: no /boot/config-*", False
         if setting == "defrag":
             value, source = "madvise", "kernel default (since 4.6)"
             ev.append(Evidence.default("THP defrag default", "madvise"))
@@ -147,7 +147,8 @@ def run_thp(ctx: CheckContext) -> Iterator[Result]:
     status, aspect, msg = verdict(host.live, None if runtime is None else runtime in allowed,
                                   boot_ok, boot_set=explicit, what=what,
                                   runtime_txt=str(runtime),
-                                  boot_txt=f"{value or 'unknown'} ({source})", want=want)
+                                  boot_txt=f"{value} ({source})" if value else source,
+                                  want=want)
     rem = None
     if status is Status.FAIL:
         val = allowed[0]
@@ -251,9 +252,14 @@ def run_shm(ctx: CheckContext) -> Iterator[Result]:
         size = str(minimum) if minimum.percent is None else f"{minimum.percent:g}%"
         line = f"tmpfs /dev/shm tmpfs rw,nosuid,nodev,size={size} 0 0\n"
         where = (f" (replace {FSTAB.lstrip('/')}:{entry.line})" if entry is not None else "")
-        rem = Remediation(f"Mount /dev/shm with size={size} from /etc/fstab{where} and "
-                          "remount it now. In containers, raise --shm-size instead.", (
-                              Snippet.file(FSTAB, line, "/dev/shm entry"),
+        # /etc/fstab is not a drop-in: the fix edits it in place instead of replacing it
+        rem = Remediation(f"Mount /dev/shm with size={size} from /etc/fstab{where}: "
+                          f"`{line.strip()}`, and remount it now. In containers, raise "
+                          "--shm-size instead.", (
+                              Snippet.command(
+                                  r"sed -i -E '\|^[^#]*\s/dev/shm\s|d' /etc/fstab && "
+                                  f"echo '{line.strip()}' >> /etc/fstab",
+                                  "replace the /dev/shm line of /etc/fstab"),
                               Snippet.command(f"mount -o remount,size={size} /dev/shm",
                                               "resize now")))
     yield Result(status, "/dev/shm", msg, expected=want,
