@@ -123,3 +123,30 @@ def test_bls_and_grubcfg_never_crash(text: str) -> None:
             fn(text)
         except ParseError:
             pass
+
+
+_SEG = st.one_of(
+    st.text(alphabet="abc=._-019", min_size=1, max_size=6),
+    st.sampled_from(["$X", "${X}", "$GRUB_CMDLINE_LINUX_DEFAULT", "\\ ", "\\$X"]),
+    st.lists(st.sampled_from(["a", " ", ".", "$X", "${X}", '\\"', "\\\\", "\\$X", "b="]),
+             max_size=5).map(lambda parts: '"' + "".join(parts) + '"'),
+    st.text(alphabet="ab =.$X\"", max_size=8).map(lambda t: f"'{t}'"),
+)
+
+
+@pytest.mark.oracle
+@settings(max_examples=60, deadline=None)
+@given(st.lists(_SEG, min_size=1, max_size=5).map("".join))
+def test_shell_value_property_matches_sh(value: str) -> None:
+    sh = shutil.which("sh")
+    if sh is None:
+        if os.environ.get("CI"):
+            pytest.fail("sh is required in CI")
+        pytest.skip("no sh")
+    text = f'X="x y"\nGRUB_CMDLINE_LINUX_DEFAULT=quiet\nGRUB_CMDLINE_LINUX_DEFAULT={value}\n'
+    out = subprocess.run([sh, "-c", text + 'printf %s "$GRUB_CMDLINE_LINUX_DEFAULT"'],
+                         capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"})
+    if out.returncode != 0:
+        return
+    _, env, _ = bc.parse_shell_assignments(text)
+    assert env["GRUB_CMDLINE_LINUX_DEFAULT"] == out.stdout
