@@ -21,6 +21,7 @@ PROFILE_DIRS = ("/etc/tuned/profiles", "/etc/tuned", "/usr/lib/tuned/profiles",
                 "/usr/lib/tuned")
 """Profile directories, highest precedence first."""
 MAX_DEPTH = 32
+MAIN_CONF = "/etc/tuned/tuned-main.conf"
 
 
 @dataclass(frozen=True)
@@ -56,11 +57,27 @@ class TunedState:
         return f"tuned profile {' '.join(self.names)}"
 
 
+def profile_dirs(host: Host) -> tuple[str, ...]:
+    """Profile directories, highest precedence first: ``profile_dirs`` of
+    ``/etc/tuned/tuned-main.conf`` (later entries win) or the defaults."""
+    try:
+        text = host.try_read_text(MAIN_CONF) or ""
+    except HostError:
+        text = ""
+    for line in text.splitlines():
+        key, eq, val = line.partition("=")
+        if eq and key.strip() == "profile_dirs":
+            dirs = [d.strip().rstrip("/") for d in val.split(",") if d.strip()]
+            if dirs and all(d.startswith("/") for d in dirs):
+                return tuple(reversed(dirs))
+    return PROFILE_DIRS
+
+
 def find_profile(host: Host, name: str) -> str | None:
     """Host path of ``<name>/tuned.conf`` in the winning profile directory."""
     if not name or "/" in name or name in (".", ".."):
         return None
-    for d in PROFILE_DIRS:
+    for d in profile_dirs(host):
         p = f"{d}/{name}/tuned.conf"
         if host.is_file(p):
             return p
@@ -99,7 +116,8 @@ def _load(host: Host) -> TunedState:
             return
         path = find_profile(host, name)
         if path is None:
-            problems.append(f"tuned profile {name!r} not found in {', '.join(PROFILE_DIRS)}")
+            problems.append(f"tuned profile {name!r} not found in "
+                            f"{', '.join(profile_dirs(host))}")
             return
         if path in seen or depth > MAX_DEPTH:
             notes.append(f"tuned profile {name!r} already loaded (include cycle), skipped")

@@ -148,3 +148,12 @@ def test_tuned_not_enabled_or_missing_profile(make_root) -> None:
     files = {**TUNED_ENABLED, "/etc/tuned/active_profile": "gone\n"}
     st = tuned.load(Host(str(make_root(files, TUNED_LINK))))
     assert not st.active and "not found" in st.problems[0]
+
+
+def test_tuned_profile_dirs_from_main_conf(make_root) -> None:
+    files = {**TUNED_ENABLED, "/etc/tuned/active_profile": "p\n",
+             "/etc/tuned/tuned-main.conf": "# dirs\nprofile_dirs = /usr/lib/tuned,/opt/tuned\n",
+             "/opt/tuned/p/tuned.conf": "[cpu]\ngovernor=performance\n",
+             "/etc/tuned/p/tuned.conf": "[cpu]\ngovernor=powersave\n"}   # not searched
+    st = tuned.load(Host(str(make_root(files, TUNED_LINK))))
+    assert st.get("cpu", "governor").value == "performance"
