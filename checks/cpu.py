@@ -369,6 +369,10 @@ def run_governor(ctx: CheckContext) -> Iterator[Result]:
     tg = tuned_setting(host, "governor")
     if tg is not None and tg.value not in allowed:
         summary += f"; {st.describe()} sets [cpu] governor={tg.value} after boot: change it"
+    for other in [*cpupower_service(host, "governor"),
+                  *unit_settings(host, "scaling_governor", ("-g", "--governor"))]:
+        if other.value not in allowed:
+            summary += f"; {other.source} sets {other.value}: change it"
     rem = Remediation(summary + ".", (
         Snippet.file(GOV_UNIT, oneshot_unit(f"CPU frequency governor {gov}",
                                      f"for g in {CPUFREQ}/policy*/scaling_governor; do echo "

@@ -157,3 +157,14 @@ def test_tuned_profile_dirs_from_main_conf(make_root) -> None:
              "/etc/tuned/p/tuned.conf": "[cpu]\ngovernor=powersave\n"}   # not searched
     st = tuned.load(Host(str(make_root(files, TUNED_LINK))))
     assert st.get("cpu", "governor").value == "performance"
+
+
+def test_governor_remediation_names_the_wrong_boot_setting(make_root) -> None:
+    unit = {"/etc/systemd/system/g.service":
+            "[Service]\nExecStart=/usr/bin/cpupower frequency-set --governor=powersave\n"}
+    links = {"/etc/systemd/system/multi-user.target.wants/g.service":
+             "/etc/systemd/system/g.service"}
+    (r,) = run_check("cpu.governor", make_root(unit, links), PERF)
+    assert r.status is Status.FAIL and "g.service" in r.message
+    assert "g.service (etc/systemd/system/g.service:2) sets powersave: change it" in \
+        r.remediation.summary
