@@ -118,7 +118,9 @@ class Snippet:
     """One piece of a fix: a file to drop in, or a command to run now."""
 
     kind: str
-    """``file`` (write ``content`` to ``path``) or ``command`` (run ``content``)."""
+    """``file`` (write ``content`` to ``path``), ``enable`` (make unit ``content`` start at
+    boot: ``systemctl enable``, which also works offline with ``--root``) or ``command``
+    (run ``content`` now)."""
     content: str
     """File content, or the shell command line."""
     path: str | None = None
@@ -132,6 +134,11 @@ class Snippet:
         return cls(kind="file", content=content, path=path, description=description)
 
     @classmethod
+    def enable(cls, unit: str, description: str = "") -> Snippet:
+        """Enable systemd unit ``unit`` (a persisted fix: it starts at every boot)."""
+        return cls(kind="enable", content=unit, description=description)
+
+    @classmethod
     def command(cls, content: str, description: str = "") -> Snippet:
         """A command that fixes the running state now."""
         return cls(kind="command", content=content, description=description)
@@ -143,6 +150,9 @@ class Remediation:
 
     summary: str
     snippets: tuple[Snippet, ...] = ()
+    manual: str = ""
+    """A step the snippets cannot do and a person must (e.g. "remove elevator= from the
+    tuned profile"); empty when applying the snippets is the whole fix."""
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import posixpath
+import re
 import shlex
 from dataclasses import dataclass, field
 
@@ -34,6 +35,8 @@ SCRIPT = "install.sh"
 PLAYBOOK = "playbook.yml"
 README = "README.txt"
 FILES = "files"
+_UNIT = re.compile(r"^[A-Za-z0-9:_.@\\-]+\.(service|socket|timer|target|path|mount|swap)$")
+"""A plain systemd unit name (no path, no shell metacharacters)."""
 
 
 @dataclass
@@ -44,8 +47,12 @@ class Bundle:
     """Target path -> merged content."""
     commands: list[str] = field(default_factory=list)
     """Runtime commands, in scan order, without repeats."""
+    enable: list[str] = field(default_factory=list)
+    """systemd units to enable at boot, in scan order, without repeats."""
     fixed: list[Finding] = field(default_factory=list)
     """Failures the bundle addresses with files or commands."""
+    partial: list[Finding] = field(default_factory=list)
+    """Failures the bundle addresses only in part: their remediation names a manual step."""
     manual: list[Finding] = field(default_factory=list)
     """Failures whose remediation is advice only (no file, no command)."""
     unfixable: list[Finding] = field(default_factory=list)
@@ -92,12 +99,23 @@ def build(run: RunResult, min_severity: Severity = Severity.INFO) -> Bundle:
                     seen.add(line)
                     out.append(line)
                 used = True
+            elif s.kind == "enable":
+                unit = s.content.strip()
+                if not _UNIT.match(unit):
+                    b.rejected.append(f"{f.rule_id} [{f.result.subject}]: unsafe unit name "
+                                      f"{unit!r}")
+                    continue
+                if unit not in b.enable:
+                    b.enable.append(unit)
+                used = True
             elif s.kind == "command":
                 cmd = s.content.strip()
                 if cmd and cmd not in b.commands:
                     b.commands.append(cmd)
                 used = used or bool(cmd)
         (b.fixed if used else b.manual).append(f)
+        if used and rem.manual:
+            b.partial.append(f)
     b.files = {p: "\n".join(ls) + "\n" for p, ls in lines.items()}
     return b
 
@@ -153,6 +171,13 @@ def install_script(run: RunResult, b: Bundle) -> str:
     for p in sorted(b.files):
         out += [*_literal(p), f"install_file {q(p)}"]
     out += ['echo "$changed file(s) installed"', ""]
+    if b.enable:
+        # systemctl --root works on an image without a running systemd (it only writes the
+        # [Install] symlinks), so enabling is part of the persisted fix, also under ROOT
+        for unit in b.enable:
+            out += [f"echo {q('+ systemctl enable ' + unit)}",
+                    f'systemctl ${{ROOT:+--root="$ROOT"}} enable {q(unit)}']
+        out += [""]
     if b.commands:
         out += ['if [ -n "$ROOT" ] || [ "${NO_COMMANDS:-0}" = 1 ]; then',
                 '    echo "runtime commands skipped (ROOT or NO_COMMANDS set)"',
@@ -179,6 +204,9 @@ def playbook(run: RunResult, b: Bundle) -> str:
         tasks.append({"name": f"Install {p}", "ansible.builtin.copy": {
             "src": "{{ playbook_dir }}/" + FILES + p, "dest": p, "owner": "root",
             "group": "root", "mode": f"{FILE_MODE:04o}", "backup": True}})
+    for unit in b.enable:
+        tasks.append({"name": f"Enable {unit} at boot", "ansible.builtin.systemd": {
+            "name": unit, "enabled": True}})
     for cmd in b.commands:
         tasks.append({"name": f"Apply now: {cmd}"[:120], "ansible.builtin.shell": cmd})
     play = [{"name": f"aiaudit fixes for {run.host.hostname} ({run.ruleset})",
@@ -197,8 +225,14 @@ def readme(run: RunResult, b: Bundle) -> str:
                    f"{f.result.remediation.summary if f.result.remediation else ''}")
     out += ["", "Files (under files/, installed at the same path):"]
     out += [f"  {p}" for p in sorted(b.files)] or ["  (none)"]
+    out += ["", "Units enabled at boot (also under ROOT, with systemctl --root):"]
+    out += [f"  {u}" for u in b.enable] or ["  (none)"]
     out += ["", "Runtime commands (run by install.sh unless ROOT or NO_COMMANDS is set):"]
     out += [f"  {c}" for c in b.commands] or ["  (none)"]
+    if b.partial:
+        out += ["", "Also needs a step by hand (the bundle alone does not fix these):"]
+        out += [f"  {f.rule_id} {f.result.subject}: {f.result.remediation.manual}"
+                for f in b.partial if f.result.remediation]
     if b.manual:
         out += ["", "Needs a manual fix (no file or command can be proposed):"]
         out += [f"  {f.rule_id} {f.result.subject}: "

@@ -41,11 +41,14 @@ def remediation_dict(r: Remediation | None) -> dict[str, Any] | None:
     """JSON form of a remediation (``None`` stays ``None``)."""
     if r is None:
         return None
-    return {
+    out: dict[str, Any] = {
         "summary": r.summary,
         "snippets": [_drop_none({"kind": s.kind, "path": s.path, "content": s.content,
                                  "description": s.description or None}) for s in r.snippets],
     }
+    if r.manual:
+        out["manual"] = r.manual
+    return out
 
 
 def waiver_dict(w: Waiver | None) -> dict[str, Any] | None:
@@ -142,7 +145,8 @@ def run_from_dict(d: dict[str, Any]) -> RunResult:
         if rem:
             remediation = Remediation(rem["summary"], tuple(
                 Snippet(kind=s["kind"], content=s["content"], path=s.get("path"),
-                        description=s.get("description", "")) for s in rem.get("snippets", [])))
+                        description=s.get("description", "")) for s in rem.get("snippets", [])),
+                manual=rem.get("manual", ""))
         ev = tuple(Evidence(source=e["source"], value=e.get("value"), path=e.get("path"),
                             line=e.get("line"), kind=e.get("kind", "file"))
                    for e in f.get("evidence", []))

@@ -450,11 +450,17 @@ def _persistenced(host: Host) -> tuple[bool | None, str, tuple[Evidence, ...]]:
 
 
 def _persistence_fix(host: Host, installed: bool) -> Remediation:
-    snippets = [Snippet.command("systemctl enable --now nvidia-persistenced",
-                                "start the daemon now and at every boot")]
     if installed:
         return Remediation("Enable nvidia-persistenced (it turns persistence mode on for all "
-                           "GPUs by default).", tuple(snippets))
+                           "GPUs by default).", (
+                               Snippet.enable("nvidia-persistenced.service",
+                                              "start it at every boot"),
+                               Snippet.command("systemctl start nvidia-persistenced",
+                                               "start it now")))
+    # not installed: the unit only exists once the package is in, so enabling is part of
+    # the same command sequence (a unit that does not exist cannot be enabled offline)
+    snippets = [Snippet.command("systemctl enable --now nvidia-persistenced",
+                                "start the daemon now and at every boot")]
     d = _distro(host)
     drv = driver_version(host)
     branch = str(nvidia.branch(drv.version)) if drv else "<branch>"

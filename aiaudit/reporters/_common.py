@@ -86,12 +86,18 @@ def remediation_text(finding: Finding, *, markdown: bool = False) -> str:
     if rem is None:
         return ""
     lines = [rem.summary]
+    if rem.manual:
+        lines += ["", f"By hand: {rem.manual}"] if markdown else [f"By hand: {rem.manual}"]
     for s in rem.snippets:
         body = s.content.rstrip("\n")
         if s.kind == "file":
             head = f"Drop in {s.path}:"
             lines += (["", f"{head}", "", "```", body, "```"] if markdown
                       else [head, *("    " + ln for ln in body.splitlines())])
+        elif s.kind == "enable":
+            cmd = f"systemctl enable {body}"
+            lines += (["", "Enable at boot:", "", "```sh", cmd, "```"] if markdown
+                      else ["Enable at boot:", f"    $ {cmd}"])
         else:
             lines += (["", "Run now:", "", "```sh", body, "```"] if markdown
                       else ["Run now:", *("    $ " + ln for ln in body.splitlines())])

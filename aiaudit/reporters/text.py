@@ -71,11 +71,15 @@ def _detail_lines(f: Finding) -> list[list[Segment]]:
     rem = r.remediation
     if rem is not None and r.status is Status.FAIL:
         lines.append([(ind + "fix: ", "bold green"), (rem.summary, "")])
+        if rem.manual:
+            lines.append([(ind + "by hand: ", "bold yellow"), (rem.manual, "")])
         for s in rem.snippets:
             if s.kind == "file":
                 lines.append([(ind + "  # file " + str(s.path), "green")])
                 for cl in s.content.rstrip("\n").splitlines():
                     lines.append([(ind + "    " + cl, "")])
+            elif s.kind == "enable":
+                lines.append([(ind + "  $ systemctl enable " + s.content.strip(), "green")])
             else:
                 for cl in s.content.rstrip("\n").splitlines():
                     lines.append([(ind + "  $ " + cl, "green")])

@@ -283,7 +283,9 @@ def test_persistence_offline(make_root) -> None:
     assert res[0].status is Status.PASS and res[0].aspect is Aspect.PERSISTED
     res = run_check("gpu.persistence", _persist_root(make_root, False))
     assert res[0].status is Status.FAIL
-    assert "systemctl enable --now nvidia-persistenced" in res[0].remediation.snippets[-1].content
+    kinds = {s.kind: s.content for s in res[0].remediation.snippets}
+    assert kinds["enable"] == "nvidia-persistenced.service"
+    assert kinds["command"] == "systemctl start nvidia-persistenced"
     dropin = {"/etc/systemd/system/nvidia-persistenced.service.d/no.conf":
               "[Service]\nExecStart=\nExecStart=/usr/bin/nvidia-persistenced "
               "--no-persistence-mode\n"}

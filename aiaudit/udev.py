@@ -1,0 +1,58 @@
+"""udev rules of the scanned root, in the order udevd processes them.
+
+udev(7): rules files ``*.rules`` in ``/etc/udev/rules.d``, ``/run/udev/rules.d``,
+``/usr/local/lib/udev/rules.d``, ``/usr/lib/udev/rules.d`` and ``/lib/udev/rules.d``; a file
+in an earlier directory hides a same-named one in a later directory (a symlink to
+``/dev/null`` or an empty file masks it); all files are read in lexical order of their names.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from aiaudit.errors import HostError, ParseError
+from aiaudit.host import Host
+from aiaudit.parsers import udev as up
+
+RULES_DIRS = ("/etc/udev/rules.d", "/run/udev/rules.d", "/usr/local/lib/udev/rules.d",
+              "/usr/lib/udev/rules.d", "/lib/udev/rules.d")
+
+
+@dataclass(frozen=True)
+class Rules:
+    """All rules in processing order."""
+
+    rules: tuple[up.Rule, ...]
+    files: tuple[str, ...]
+    problems: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+
+
+def load(host: Host) -> Rules:
+    """Find, order and parse every rules file (memoized per run)."""
+    return host.memo(("udev-rules",), lambda: _load(host))
+
+
+def _load(host: Host) -> Rules:
+    chosen: dict[str, str] = {}
+    for d in RULES_DIRS:
+        for fn in host.listdir(d):
+            if fn.endswith(".rules") and fn not in chosen:
+                chosen[fn] = f"{d}/{fn}"
+    rules: list[up.Rule] = []
+    files: list[str] = []
+    problems: list[str] = []
+    warnings: list[str] = []
+    for fn in sorted(chosen, key=lambda s: s.encode()):
+        path = chosen[fn]
+        if host.is_masked(path):
+            continue
+        try:
+            got, warn = up.parse(host.read_text(path), path)
+        except (HostError, ParseError) as exc:
+            problems.append(str(exc))
+            continue
+        files.append(path)
+        rules.extend(got)
+        warnings.extend(warn)
+    return Rules(tuple(rules), tuple(files), tuple(problems), tuple(warnings))

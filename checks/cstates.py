@@ -1,0 +1,354 @@
+"""``cpu.cstates``: deep idle states (exit latency above a bound) cannot be entered.
+
+Live (Documentation/admin-guide/pm/cpuidle.rst): for every online CPU, each
+``cpuN/cpuidle/stateK`` whose ``latency`` (µs) exceeds ``max_latency_us`` must be off —
+``disable`` = 1 for that CPU, or ruled out by a PM QoS limit (``cpuN/power/
+pm_qos_resume_latency_us``: ``0`` = no constraint, ``n/a`` = 0 µs, drivers/base/power/
+sysfs.c; or tuned's ``force_latency``, which holds ``/dev/cpu_dma_latency`` open —
+that device is not read, tuned is trusted when it runs).  States limited away by
+``intel_idle.max_cstate``, ``processor.max_cstate`` or ``idle=`` are never registered, so they
+do not appear; the result says which mechanism holds.  Without cpuidle (many VMs) the rule
+is skipped.
+
+At boot: the kernel command line the bootloader will pass (:mod:`aiaudit.boot`) —
+``idle=poll|halt``, ``cpuidle.off=1``, ``intel_idle.max_cstate=1..N`` (intel_idle; 0 turns
+intel_idle off, falling back to acpi_idle), ``processor.max_cstate=N`` (acpi_idle; 0 acts as
+1) — tuned ``[cpu] force_latency`` when tuned is enabled, and enabled services running
+``cpupower idle-set -D N``.  Drift: ``/proc/cmdline`` differs from that command line.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+from aiaudit import boot, tuned
+from aiaudit.api import (
+    CheckContext,
+    CheckSpec,
+    Evidence,
+    Remediation,
+    Result,
+    Snippet,
+    Status,
+    hookimpl,
+)
+from aiaudit.errors import HostError, ParseError
+from aiaudit.host import Host
+from aiaudit.parsers import sysfs
+from aiaudit.tuning import boot_commands, read_opt, verdict
+
+CPU = "/sys/devices/system/cpu"
+CMDLINE_PARAMS = ("idle", "cpuidle.off", "intel_idle.max_cstate", "processor.max_cstate")
+
+SCHEMA: dict[str, Any] = {
+    "type": "object", "additionalProperties": False,
+    "properties": {
+        "max_latency_us": {"type": "integer", "minimum": 0, "default": 10,
+                           "description": "idle states with a larger exit latency must be off"},
+        "max_cstate": {"type": "integer", "minimum": 0, "default": 1,
+                       "description": "largest intel_idle.max_cstate / processor.max_cstate "
+                                      "accepted as a boot-time limit"},
+        "persist": {"type": "boolean", "default": True},
+    },
+}
+
+
+@dataclass(frozen=True)
+class CpuIdle:
+    """Idle states of one CPU."""
+
+    cpu: int
+    states: tuple[tuple[str, int, bool], ...]
+    """(state dir, latency µs, disabled)."""
+    qos_us: int | None
+    """Resume-latency limit (``None`` = no constraint)."""
+
+
+@dataclass(frozen=True)
+class IdleState:
+    """Live cpuidle state of the host."""
+
+    driver: str | None
+    cpus: tuple[CpuIdle, ...]
+    names: dict[str, str]
+    """state dir -> name (read once, from the first CPU that has it)."""
+
+
+
+def idle_state(host: Host, bound: int) -> IdleState:
+    """Read cpuidle once per run and bound (memoized): one listing per CPU, ``latency`` per
+    state, ``disable`` only for states deeper than ``bound``, ``name`` once per state."""
+    return host.memo(("cpuidle", bound), lambda: _idle_state(host, bound))
+
+
+def _idle_state(host: Host, bound: int) -> IdleState:
+    driver = read_opt(host, f"{CPU}/cpuidle/current_driver")
+    try:
+        online = sysfs.parse_cpulist(read_opt(host, f"{CPU}/online") or "")
+    except ParseError:
+        online = []
+    if not online:
+        online = sorted(int(n[3:]) for n in host.listdir(CPU) if re.fullmatch(r"cpu\d+", n))
+    cpus: list[CpuIdle] = []
+    names: dict[str, str] = {}
+    for c in online:
+        base = f"{CPU}/cpu{c}/cpuidle"
+        states = []
+        for st in host.listdir(base):
+            if not st.startswith("state"):
+                continue
+            lat = read_opt(host, f"{base}/{st}/latency")
+            if lat is None or not lat.isdigit():
+                continue
+            if st not in names:
+                names[st] = read_opt(host, f"{base}/{st}/name") or st
+            deep = int(lat) > bound
+            states.append((st, int(lat),
+                           deep and read_opt(host, f"{base}/{st}/disable") == "1"))
+        qos_txt = read_opt(host, f"{CPU}/cpu{c}/power/pm_qos_resume_latency_us")
+        qos = 0 if qos_txt == "n/a" else (int(qos_txt) if qos_txt and qos_txt.isdigit()
+                                          and qos_txt != "0" else None)
+        if states:
+            cpus.append(CpuIdle(c, tuple(states), qos))
+    return IdleState(driver, tuple(cpus), names)
+
+
+# ------------------------------------------------------------------ cmdline mechanisms
+def _int(v: str | None) -> int | None:
+    try:
+        return int(v) if v is not None else None
+    except ValueError:
+        return None
+
+
+def cmdline_limit(src: boot.CmdlineSource, max_cstate: int, driver: str | None
+                  ) -> tuple[bool, str]:
+    """(holds, explanation) for the C-state parameters of a command line.  ``driver`` is
+    the live cpuidle driver, ``None`` offline (then either driver's limit counts, with a
+    caveat)."""
+    idle = src.get("idle")
+    if idle is not None and idle.value in ("poll", "halt"):
+        return True, f"idle={idle.value} (no cpuidle driver: only polling or HLT)"
+    off = src.get("cpuidle.off")
+    if off is not None and off.value not in (None, "0"):
+        return True, "cpuidle.off=1 (no cpuidle driver)"
+    ii = _int(getattr(src.get("intel_idle.max_cstate"), "value", None))
+    pr = _int(getattr(src.get("processor.max_cstate"), "value", None))
+    intel_ok = ii is not None and 1 <= ii <= max_cstate
+    acpi_ok = pr is not None and max(pr, 1) <= max_cstate
+    parts = []
+    if ii is not None:
+        parts.append(f"intel_idle.max_cstate={ii}")
+    if pr is not None:
+        parts.append(f"processor.max_cstate={pr}")
+    have = " ".join(parts) or "no C-state parameter"
+    if driver == "intel_idle":
+        return intel_ok, have + ("" if intel_ok else " (intel_idle is the driver)")
+    if driver is not None:
+        return acpi_ok, have + ("" if acpi_ok else f" ({driver} is the driver: only "
+                                "processor.max_cstate limits it)")
+    if intel_ok and acpi_ok:
+        return True, have
+    if intel_ok:
+        return True, have + " (limits intel_idle on Intel CPUs; acpi_idle hosts such as AMD " \
+                            "also need processor.max_cstate)"
+    if acpi_ok and ii == 0:
+        return True, have
+    if acpi_ok:
+        return True, have + " (limits acpi_idle; Intel hosts with intel_idle also need " \
+                            "intel_idle.max_cstate)"
+    return False, have
+
+
+def _tuned_latency(host: Host, bound: int, max_cstate: int) -> tuple[bool, str, Evidence] | None:
+    st = tuned.load(host)
+    o = st.get("cpu", "force_latency")
+    if o is None:
+        return None
+    v = o.value.strip()
+    ok = False
+    # tuned plugin_cpu: a number (µs), or cstate.id:N|fallback / cstate.name:NAME|fallback
+    m = re.fullmatch(r"cstate\.id(?:_no_zero)?:(\d+)(?:\|.*)?", v)
+    if v.isdigit():
+        ok = int(v) <= bound
+    elif m:
+        ok = int(m.group(1)) <= max_cstate
+    else:
+        fb = v.split("|")[-1].strip()
+        ok = fb.isdigit() and int(fb) <= bound
+    return ok, f"tuned force_latency={v} ({st.describe()})", Evidence.file(
+        o.file, o.line, f"force_latency={v}")
+
+
+def _cpupower_idle(host: Host, bound: int) -> tuple[bool, str, Evidence] | None:
+    cmds, _ = boot_commands(host)
+    found = None
+    for c in cmds:
+        if c.argv and c.argv[0].endswith("cpupower") and "idle-set" in c.argv:
+            for i, w in enumerate(c.argv):
+                if w in ("-D", "--disable-by-latency") and i + 1 < len(c.argv):
+                    n = _int(c.argv[i + 1])
+                    found = (n is not None and n <= bound,
+                             f"{c.unit} runs cpupower idle-set -D {c.argv[i + 1]}",
+                             Evidence.file(c.file, c.line, c.text))
+    return found
+
+
+# ------------------------------------------------------------------ the check
+def run(ctx: CheckContext) -> Iterator[Result]:
+    """Evaluate the C-state rule."""
+    host, p = ctx.host, ctx.params
+    bound, max_cs = int(p["max_latency_us"]), int(p["max_cstate"])
+    want = f"no idle state with exit latency > {bound} µs usable"
+    evidence: list[Evidence] = []
+    runtime_ok: bool | None = None
+    runtime_txt = ""
+    driver = None
+    nothing_to_limit = False
+    proc = boot.proc_cmdline(host)
+    if host.live:
+        state = idle_state(host, bound)
+        driver = state.driver if state.driver not in (None, "none") else None
+        if not state.cpus:
+            held = proc is not None and cmdline_limit(proc, max_cs, None)[0] and \
+                (proc.get("idle") is not None or proc.get("cpuidle.off") is not None)
+            if not held:
+                yield Result(Status.SKIP, "cpuidle",
+                             "no cpuidle: no CPU exposes idle states (cpuidle/current_driver "
+                             f"is {state.driver or 'absent'}; typical in a VM, where the "
+                             "hypervisor manages idle)",
+                             evidence=(Evidence.runtime(f"{CPU}/cpuidle/current_driver",
+                                                        state.driver or "absent"),))
+                return
+            runtime_ok, runtime_txt = True, "held: no cpuidle states (" + \
+                cmdline_limit(proc, max_cs, None)[1] + " on /proc/cmdline)"
+            evidence.append(proc.evidence("idle"))
+        else:
+            tl = _tuned_latency(host, bound, max_cs)
+            tuned_running = tl is not None and tl[0] and host.exists("/run/tuned/tuned.pid")
+            usable: dict[tuple[str, ...], list[int]] = {}
+            mech: set[str] = set()
+            for c in state.cpus:
+                deep = [(s, lat, dis) for s, lat, dis in c.states if lat > bound]
+                left = []
+                for s, lat, dis in deep:
+                    if dis:
+                        mech.add("disabled in cpuidle/stateN/disable")
+                    elif c.qos_us is not None and lat > c.qos_us and c.qos_us <= bound:
+                        mech.add(f"PM QoS resume latency {c.qos_us} µs")
+                    elif tuned_running:
+                        mech.add(tl[1] if tl else "tuned")
+                    else:
+                        left.append(f"{state.names.get(s, s)} ({lat} µs)")
+                if left:
+                    usable.setdefault(tuple(left), []).append(c.cpu)
+            any_deep = any(lat > bound for c in state.cpus for _, lat, _ in c.states)
+            if not any_deep and proc is not None:
+                held, why = cmdline_limit(proc, max_cs, driver)
+                if held:
+                    mech.add(f"{why} on /proc/cmdline")
+                else:
+                    nothing_to_limit = True
+            runtime_ok = not usable
+            if usable:
+                runtime_txt = "missing: " + "; ".join(
+                    f"CPUs {sysfs.format_cpulist(cs)} can enter {', '.join(names)}"
+                    for names, cs in usable.items()) + f" (driver {state.driver})"
+            else:
+                runtime_txt = "held" + (f" ({'; '.join(sorted(mech))})" if mech else
+                                        f" (no state deeper than {bound} µs)")
+            evidence.append(Evidence.runtime(f"{CPU}/cpu*/cpuidle/state*/{{latency,disable}}",
+                                             runtime_txt))
+            if tuned_running and tl:
+                evidence.append(tl[2])
+    # ---------------------------------------------------------------- boot
+    try:
+        cfg = boot.load(host)
+        tl = _tuned_latency(host, bound, max_cs)
+        cp = _cpupower_idle(host, bound)
+    except (HostError, ParseError) as exc:
+        yield Result(Status.ERROR, "cpuidle", f"boot configuration cannot be read: {exc}")
+        return
+    if cfg.problems:
+        yield Result(Status.ERROR, "cpuidle", "boot configuration cannot be read: "
+                     + "; ".join(cfg.problems), evidence=tuple(evidence))
+        return
+    boot_ok: bool | None
+    held_by: list[str] = []
+    notes: list[str] = []
+    if cfg.booted is not None:
+        ok_cl, why = cmdline_limit(cfg.booted, max_cs, driver)
+        evidence.append(cfg.booted.evidence(next(
+            (n for n in CMDLINE_PARAMS if cfg.booted.get(n) is not None), None)))
+        if ok_cl:
+            held_by.append(f"{why} on {cfg.booted.where()}")
+        boot_txt = f"{why} on {cfg.booted.where()}"
+        gen = cfg.generator
+        if gen is not None and gen is not cfg.booted and \
+                [str(gen.get(n)) for n in CMDLINE_PARAMS] != \
+                [str(cfg.booted.get(n)) for n in CMDLINE_PARAMS]:
+            notes.append(f"{gen.where()} has different C-state parameters "
+                         f"({cmdline_limit(gen, max_cs, driver)[1]}): the bootloader config "
+                         "was not regenerated")
+    else:
+        boot_txt = "no bootloader configuration found"
+    for extra in (tl, cp):
+        if extra is not None:
+            evidence.append(extra[2])
+            if extra[0]:
+                held_by.append(extra[1])
+            else:
+                notes.append(f"{extra[1]} does not limit to {bound} µs")
+    boot_ok = bool(held_by)
+    if held_by:
+        boot_txt = "; ".join(held_by)
+    elif nothing_to_limit:
+        boot_ok = True
+        boot_txt = (f"nothing to limit: driver {driver} offers no state deeper than "
+                    f"{bound} µs and no boot parameter removes states")
+    if proc is not None and cfg.booted is not None:
+        now = [str(proc.get(n)) for n in CMDLINE_PARAMS]
+        then = [str(cfg.booted.get(n)) for n in CMDLINE_PARAMS]
+        if now != then:
+            will = cmdline_limit(cfg.booted, max_cs, driver)[1]
+            notes.append(f"drift: /proc/cmdline has {cmdline_limit(proc, max_cs, driver)[1]}"
+                         f", the bootloader will pass {will}")
+    if host.live and not p.get("persist", True) and runtime_ok:
+        boot_ok = True
+    status, aspect, msg = verdict(host.live, runtime_ok, boot_ok, boot_set=boot_ok,
+                                  what="the C-state limit", runtime_txt=runtime_txt,
+                                  boot_txt=boot_txt, want=want)
+    if notes:
+        msg += ". " + "; ".join(notes)
+    rem = None
+    if status is Status.FAIL:
+        params = [f"intel_idle.max_cstate={max(1, max_cs)}", f"processor.max_cstate={max_cs}"]
+        summary, snips = boot.set_params(cfg, params)
+        rem = Remediation(
+            summary + f" Now: disable deeper states with `cpupower idle-set -D {bound}`.",
+            (*snips, Snippet.command(
+                f"cpupower idle-set -D {bound} || for f in {CPU}/cpu*/cpuidle/state*; do "
+                f"[ \"$(cat $f/latency)\" -gt {bound} ] && echo 1 > $f/disable; done",
+                "disable deep idle states now")), manual=boot.PARAMS_MANUAL)
+    evidence = list(dict.fromkeys(evidence))
+    yield Result(status, "cpuidle", msg, expected=want,
+                 actual=runtime_txt if host.live else boot_txt, aspect=aspect,
+                 evidence=tuple(evidence), remediation=rem,
+                 data={"boot": boot_txt, "loader": cfg.loader})
+
+
+@hookimpl
+def aiaudit_register_checks() -> list[CheckSpec]:
+    """Register ``cpu.cstates``."""
+    return [CheckSpec(
+        id="cpu.cstates", title="Deep CPU idle states are disabled or limited",
+        run=run, params_schema=SCHEMA,
+        description=(
+            "Live: per CPU, every cpuidle state with exit latency above max_latency_us must be "
+            "disabled or excluded by PM QoS / tuned force_latency (skipped without cpuidle). "
+            "Boot: idle=, cpuidle.off, intel_idle.max_cstate, processor.max_cstate on the "
+            "command line the bootloader will pass (BLS entry, grub.cfg, /etc/kernel/cmdline, "
+            "/etc/default/grub), tuned force_latency, cpupower idle-set -D units. Drift: "
+            "/proc/cmdline differs."))]

@@ -1,0 +1,153 @@
+"""cpu.cstates and the boot command line resolver (aiaudit.boot)."""
+
+from __future__ import annotations
+
+import time
+
+from aiaudit import boot
+from aiaudit.host import Host
+from aiaudit.model import Aspect, Status
+from tests.checks.tuning_trees import CPU, GRUB_CFG, TUNED_ENABLED, TUNED_LINK, cpuidle
+from tests.helpers import run_check
+
+INTEL = [("POLL", 0), ("C1", 2), ("C1E", 10), ("C6", 170)]
+P = {"max_latency_us": 10, "max_cstate": 1}
+LIMITS = "intel_idle.max_cstate=1 processor.max_cstate=1"
+
+
+def _root(make_root, extra=None, **kw):
+    files = {**cpuidle(8, INTEL, **kw), "/proc/cmdline": "ro quiet\n"}
+    files.update(extra or {})
+    return make_root(files)
+
+
+def test_live_fail_lists_cpus_and_states(make_root) -> None:
+    root = _root(make_root, {"/boot/grub/grub.cfg": GRUB_CFG % "quiet"},
+                 disabled=lambda c, s: s == "C6" and c >= 4)
+    (r,) = run_check("cpu.cstates", root, P, live=True)
+    assert r.status is Status.FAIL and r.aspect is Aspect.RUNTIME
+    assert "CPUs 0-3 can enter C6 (170 µs)" in r.message
+    cmds = [s.content for s in r.remediation.snippets]
+    assert any("update-grub" == c for c in cmds)
+    drop = next(s for s in r.remediation.snippets if s.kind == "file")
+    assert drop.path == "/etc/default/grub.d/99-aiaudit.cfg"
+    assert drop.content == ('GRUB_CMDLINE_LINUX_DEFAULT="$GRUB_CMDLINE_LINUX_DEFAULT '
+                            f'{LIMITS}"\n')
+    assert any(c.startswith("cpupower idle-set -D 10") for c in cmds)
+
+
+def test_live_pass_disabled_and_persisted_by_grub(make_root) -> None:
+    root = _root(make_root, {"/boot/grub/grub.cfg": GRUB_CFG % LIMITS,
+                             "/proc/cmdline": f"ro {LIMITS}\n"},
+                 disabled=lambda c, s: s == "C6")
+    (r,) = run_check("cpu.cstates", root, P, live=True)
+    assert r.status is Status.PASS, r.message
+    assert "disabled in cpuidle/stateN/disable" in r.message
+    assert "boot/grub/grub.cfg:2" in r.message
+
+
+def test_pm_qos_resume_latency_holds(make_root) -> None:
+    root = _root(make_root, {"/boot/grub/grub.cfg": GRUB_CFG % LIMITS,
+                             "/proc/cmdline": f"ro {LIMITS}\n"}, qos=lambda c: "5")
+    (r,) = run_check("cpu.cstates", root, P, live=True)
+    assert r.status is Status.PASS and "PM QoS resume latency 5 µs" in r.message
+    root = _root(make_root, qos=lambda c: "n/a" if c else "0")
+    (r,) = run_check("cpu.cstates", root, P, live=True)
+    assert r.status is Status.FAIL and "CPUs 0 can enter" in r.message
+
+
+def test_idle_poll_and_vm_without_cpuidle(make_root) -> None:
+    root = make_root({f"{CPU}/online": "0-3\n", f"{CPU}/cpuidle/current_driver": "none\n",
+                      "/proc/cmdline": "ro\n"})
+    (r,) = run_check("cpu.cstates", root, P, live=True)
+    assert r.status is Status.SKIP and r.message.startswith("no cpuidle")
+    root = make_root({f"{CPU}/online": "0-3\n", "/proc/cmdline": "ro idle=poll\n",
+                      "/etc/kernel/cmdline": "ro idle=poll\n"})
+    (r,) = run_check("cpu.cstates", root, P, live=True)
+    assert r.status is Status.PASS and "idle=poll" in r.message
+
+
+def test_drift_configured_but_not_booted(make_root) -> None:
+    root = _root(make_root, {"/boot/grub/grub.cfg": GRUB_CFG % LIMITS})
+    (r,) = run_check("cpu.cstates", root, P, live=True)
+    assert r.status is Status.FAIL and r.aspect is Aspect.DRIFT
+    assert "drift: /proc/cmdline has no C-state parameter" in r.message
+
+
+def test_live_driver_decides_which_parameter_counts(make_root) -> None:
+    files = {"/boot/grub/grub.cfg": GRUB_CFG % "processor.max_cstate=1",
+             "/proc/cmdline": "ro processor.max_cstate=1\n"}
+    root = _root(make_root, files, disabled=lambda c, s: s == "C6")
+    (r,) = run_check("cpu.cstates", root, P, live=True)
+    assert r.status is Status.FAIL and r.aspect is Aspect.DRIFT
+    assert "intel_idle is the driver" in r.message
+
+
+def test_offline_grub_dropin_bls_kernel_install(make_root) -> None:
+    grub = {"/etc/default/grub": 'GRUB_CMDLINE_LINUX_DEFAULT="quiet"\n',
+            "/etc/default/grub.d/60-x.cfg":
+                f'GRUB_CMDLINE_LINUX_DEFAULT="$GRUB_CMDLINE_LINUX_DEFAULT {LIMITS}"\n'}
+    (r,) = run_check("cpu.cstates", make_root(grub), P)
+    assert r.status is Status.PASS and r.aspect is Aspect.PERSISTED
+    (r,) = run_check("cpu.cstates", make_root({"/etc/default/grub": "GRUB_TIMEOUT=5\n"}), P)
+    assert r.status is Status.FAIL and r.aspect is Aspect.PERSISTED
+    bls = {"/boot/loader/entries/a-6.8.1.conf": "title x\noptions $kernelopts\n",
+           "/boot/loader/entries/a-6.10.0.conf": "title x\noptions $kernelopts $tuned_params\n",
+           "/boot/grub2/grubenv": "# GRUB Environment Block\nkernelopts=root=/dev/x ro\n"
+                                  "tuned_params=idle=poll\n"}
+    (r,) = run_check("cpu.cstates", make_root(bls), P)
+    assert r.status is Status.PASS and "boot/loader/entries/a-6.10.0.conf:2" in r.message
+    bls["/boot/grub2/grubenv"] = "kernelopts=root=/dev/x ro\n"
+    (r,) = run_check("cpu.cstates", make_root(bls), P)
+    assert r.status is Status.FAIL
+    assert r.remediation.snippets[0].content.startswith(
+        f'grubby --update-kernel=ALL --args="{LIMITS}"')
+    (r,) = run_check("cpu.cstates", make_root({"/etc/kernel/cmdline": "root=/dev/x ro\n"}), P)
+    assert r.status is Status.FAIL
+    assert any("kernel-install add" in s.content for s in r.remediation.snippets)
+
+
+def test_offline_tuned_force_latency_and_cpupower_unit(make_root) -> None:
+    files = {**TUNED_ENABLED, "/etc/tuned/active_profile": "p\n",
+             "/etc/tuned/p/tuned.conf": "[cpu]\nforce_latency=200\n"}
+    (r,) = run_check("cpu.cstates", make_root(files, TUNED_LINK), P)
+    assert r.status is Status.FAIL and "force_latency=200" in r.message
+    files["/etc/tuned/p/tuned.conf"] = "[cpu]\nforce_latency=3\n"
+    (r,) = run_check("cpu.cstates", make_root(files, TUNED_LINK), P)
+    assert r.status is Status.PASS
+    unit = {"/etc/systemd/system/idle.service":
+            "[Service]\nType=oneshot\nExecStart=/usr/bin/cpupower idle-set -D 2\n"}
+    links = {"/etc/systemd/system/multi-user.target.wants/idle.service":
+             "/etc/systemd/system/idle.service"}
+    (r,) = run_check("cpu.cstates", make_root(unit, links), P)
+    assert r.status is Status.PASS and "idle-set -D 2" in r.message
+
+
+def test_boot_resolver_prefers_what_boots(make_root) -> None:
+    files = {"/etc/default/grub": 'GRUB_CMDLINE_LINUX="a=1"\nGRUB_CMDLINE_LINUX_DEFAULT="b"\n',
+             "/boot/grub/grub.cfg": GRUB_CFG % "a=0"}
+    cfg = boot.load(Host(str(make_root(files))))
+    assert cfg.loader == "grub" and cfg.booted.kind == "grub.cfg"
+    assert cfg.booted.get("a").value == "0" and cfg.generator.get("a").value == "1"
+    assert cfg.generator.evidence("a").source == "etc/default/grub:1"
+    assert cfg.generator.text == "a=1 b"
+
+
+def test_512_cpus_10_states_reads_each_file_once(make_root) -> None:
+    states = [(f"S{k}", k * 20) for k in range(10)]
+    root = make_root({**cpuidle(512, states, disabled=lambda c, s: s not in ("S0",)),
+                      "/proc/cmdline": "ro\n", "/etc/kernel/cmdline": "idle=poll\n"})
+    host = Host(str(root), live=True)
+    from aiaudit.api import CheckContext
+    from aiaudit.plugins import registry
+
+    spec = registry().checks["cpu.cstates"]
+    t0 = time.perf_counter()
+    (r,) = list(spec.run(CheckContext(host=host, params=P)))
+    elapsed = time.perf_counter() - t0
+    assert r.status is Status.PASS
+    # latency + disable per CPU and state, pm_qos per CPU, names once, a few globals
+    assert host.reads <= 512 * (10 + 9 + 1) + 10 + 20
+    (r2,) = list(spec.run(CheckContext(host=host, params=P)))   # second rule: memoized
+    assert r2.status is Status.PASS and host.reads <= 512 * 21 + 30
+    assert elapsed < 10
