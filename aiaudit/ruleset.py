@@ -178,7 +178,7 @@ def load(ref: str, registry: Registry, *, validate: bool | None = None) -> Rules
         key = raw.path or f"shipped:{ref_now}"
         if key in seen:
             cycle = " -> ".join([*seen, key])
-            raise RulesetError([f"{raw.doc.origin}: 'extends' cycle: {cycle}"])
+            raise RulesetError([f"{chain[-1].doc.where(['extends'])}: 'extends' cycle: {cycle}"])
         if len(seen) >= MAX_EXTENDS_DEPTH:
             raise RulesetError([f"{raw.doc.origin}: 'extends' chain deeper than "
                                 f"{MAX_EXTENDS_DEPTH}"])

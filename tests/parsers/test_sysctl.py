@@ -99,7 +99,7 @@ def test_parse_line_endings_and_whitespace() -> None:
 
 
 def test_parse_binary_is_parse_error() -> None:
-    with pytest.raises(ParseError, match="10-x.conf"):
+    with pytest.raises(ParseError, match=r"10-x\.conf"):
         sp.parse("a = 1\n\x00", F)
 
 
