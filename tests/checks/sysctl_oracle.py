@@ -154,16 +154,23 @@ def materialise(case: Case, base: Path, procps: str) -> Path:
 
 
 def run_all(case_dirs: list[Path], work: Path) -> None:
-    """Run both programs on every case in one private mount namespace."""
+    """Run both programs on every case, in one private mount namespace per CPU (each
+    namespace has its own mounts, so the shards do not see each other)."""
     script = work / "oracle.sh"
     script.write_text(MOUNT_SCRIPT.replace("SYSTEMD_SYSCTL", SYSTEMD_SYSCTL))
-    lst = work / "cases.txt"
-    lst.write_text("".join(f"{c}\n" for c in case_dirs))
-    proc = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", str(script),
-                           str(lst)], capture_output=True, text=True, timeout=600)
-    if proc.returncode != 0:
-        raise RuntimeError(f"oracle namespace script failed ({proc.returncode}): "
-                           f"{proc.stderr[-2000:]}")
+    shards = max(1, min(os.cpu_count() or 1, 8, len(case_dirs)))
+    procs = []
+    for i in range(shards):
+        lst = work / f"cases-{i}.txt"
+        lst.write_text("".join(f"{c}\n" for c in case_dirs[i::shards]))
+        procs.append(subprocess.Popen(
+            ["unshare", "-m", "--propagation", "private", "sh", str(script), str(lst)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    for proc in procs:
+        _, err = proc.communicate(timeout=600)
+        if proc.returncode != 0:
+            raise RuntimeError(f"oracle namespace script failed ({proc.returncode}): "
+                               f"{err[-2000:]}")
 
 
 def written(case_dir: Path, prog: str) -> dict[str, str | None]:
@@ -189,9 +196,11 @@ def _spell(rng: random.Random, key: str) -> str:
 
 def _value(rng: random.Random, n: int) -> str:
     r = rng.random()
-    if r < 0.12:
+    if r < 0.2:
+        return rng.choice(("1", "2"))  # repeated values: systemd keeps the first position
+    if r < 0.32:
         return f"{n}  {n + 1}"  # inner spaces are kept
-    if r < 0.15:
+    if r < 0.35:
         return ""
     return str(n)
 
@@ -242,7 +251,11 @@ def generate(seed: int, n: int) -> list[Case]:
             case.links[f"/{d}/{used[0]}"] = "/dev/null"
         elif used and r < 0.25:  # empty file in /etc
             case.files[f"/etc/sysctl.d/{rng.choice(used)}"] = ""
-        elif used and r < 0.28:  # a directory with a .conf name
+        elif used and r < 0.33:  # a link to a file of another directory (re-rooted)
+            link = f"/etc/sysctl.d/{rng.choice(NAMES[:4])}"
+            case.files.pop(link, None)
+            case.links[link] = f"/usr/lib/sysctl.d/{rng.choice(used)}"
+        elif used and r < 0.36:  # a directory with a .conf name
             d = f"/etc/sysctl.d/{rng.choice(used)}"
             case.files.pop(d, None)
             case.dirs.append(d)

@@ -52,6 +52,9 @@ NAMED: dict[str, so.Case] = {
     "dash-key-exclusion": so.Case("n-excl", files={
         "/etc/sysctl.d/10-x.conf": "-net.ipv4.conf.all.rp_filter\n",
         "/usr/lib/sysctl.d/50-v.conf": "net.ipv4.conf.*.rp_filter = 2\n"}),
+    "dash-glob-exclusion-stops-nothing": so.Case("n-excl-glob", files={
+        "/etc/sysctl.d/10-x.conf": "-net.ipv4.conf.a*.rp_filter\n",
+        "/usr/lib/sysctl.d/50-v.conf": "net.ipv4.conf.*.rp_filter = 2\n"}),
     "dash-key-ignore-failure": so.Case("n-ignore", files={
         "/etc/sysctl.d/10-x.conf": "-vm.swappiness = 3\n-net.ipv4.no_such_key = 1\n"}),
     "slash-key-dotted-interface": so.Case("n-slash", files={
@@ -71,6 +74,14 @@ NAMED: dict[str, so.Case] = {
         links={"/etc/sysctl.d/99-sysctl.conf": "../sysctl.conf"}),
     "dotfile-read-by-procps-only": so.Case("n-dot", files={
         "/etc/sysctl.d/.hidden.conf": "vm.swappiness = 11\n"}),
+    "overlapping-globs-reassigned-moves-last": so.Case("n-glob-move", files={
+        "/etc/sysctl.d/10-x.conf": "net.ipv4.conf.*.rp_filter = 1\n"
+                                   "net.ipv4.conf.a*.rp_filter = 2\n",
+        "/etc/sysctl.d/20-y.conf": "net.ipv4.conf.*.rp_filter = 3\n"}),
+    "overlapping-globs-same-value-keeps-place": so.Case("n-glob-keep", files={
+        "/etc/sysctl.d/10-x.conf": "net.ipv4.conf.*.rp_filter = 1\n"
+                                   "net.ipv4.conf.a*.rp_filter = 2\n",
+        "/etc/sysctl.d/20-y.conf": "net.ipv4.conf.*.rp_filter = 1\n"}),
 }
 
 # expected (systemd, procps) values for the key that each named case is about
@@ -83,6 +94,9 @@ NAMED_EXPECT: dict[str, tuple[str, tuple[str | None, str | None]]] = {
     "99-sysctl-link-absent": ("vm/swappiness", ("7", "5")),
     "glob-vs-explicit-in-earlier-file": (R, ("0", "0")),
     "dash-key-exclusion": (R, (None, None)),
+    # systemd 252 and procps 4.0.2 compare exclusions with the exact key only
+    # (procps >= 4.0.5 matches them with fnmatch; see procps_decide)
+    "dash-glob-exclusion-stops-nothing": (R, ("2", "2")),
     "dash-key-ignore-failure": ("vm/swappiness", ("3", "3")),
     "slash-key-dotted-interface": ("net/ipv4/conf/eth0.100/rp_filter", ("2", "2")),
     "semicolon-comment-and-no-equals": ("vm/swappiness", (None, None)),
@@ -90,6 +104,10 @@ NAMED_EXPECT: dict[str, tuple[str, tuple[str | None, str | None]]] = {
     "value-with-spaces": ("net/ipv4/ip_local_port_range", ("32768   60999", "32768   60999")),
     "sysctl-conf-last-in-procps-only": ("vm/swappiness", ("50", "5")),
     "dotfile-read-by-procps-only": ("vm/swappiness", (None, "11")),
+    # systemd: a re-assigned glob moves to the end of the ordered map; procps: last line
+    "overlapping-globs-reassigned-moves-last": (R, ("3", "3")),
+    # systemd keeps an identical re-assignment in its first place; procps: last line
+    "overlapping-globs-same-value-keeps-place": (R, ("2", "1")),
 }
 
 
