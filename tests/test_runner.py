@@ -109,7 +109,7 @@ def test_hanging_check_abandoned_at_rule_timeout(tmp_path) -> None:
     run = _scan(tmp_path, _rule("A", _ok), _rule("H", _hang), _rule("C", _fail),
                 rule_timeout=0.3)
     took = time.monotonic() - t0
-    assert 0.3 <= took < 0.4, took
+    assert 0.3 <= took < 0.45, took  # ~100 ms of slack for a loaded CI machine
     got = _by_rule(run)
     assert got["H"][0].status is Status.ERROR and "rule timeout of 0.3s" in got["H"][0].message
     assert got["C"][0].status is Status.FAIL  # the third check still ran
@@ -120,13 +120,13 @@ def test_scan_deadline_holds_when_a_check_hangs(tmp_path) -> None:
     t0 = time.monotonic()
     run = _scan(tmp_path, _rule("A", _ok), _rule("H", _hang), _rule("C", _ok), timeout=0.5)
     took = time.monotonic() - t0
-    assert 0.5 <= took < 0.6, took
+    assert 0.5 <= took < 0.65, took
     got = _by_rule(run)
     assert got["A"][0].status is Status.PASS
     assert "scan deadline of 0.5s" in got["H"][0].message
     assert got["C"][0].status is Status.ERROR and "not evaluated" in got["C"][0].message
     assert any("deadline" in n for n in run.notices)
-    assert run.duration_s < 0.6
+    assert run.duration_s < 0.65
 
 
 def test_exit_status_thresholds(tmp_path) -> None:

@@ -12,11 +12,11 @@ import os
 from pathlib import Path
 
 import pytest
+from aiaudit.checks.sysctl import DROPIN, load_config
 
 from aiaudit.host import Host
 from aiaudit.model import Aspect, Status
 from aiaudit.parsers import sysctl as sp
-from checks.sysctl import DROPIN, load_config
 from tests.checks import sysctl_oracle as so
 from tests.helpers import run_check
 
