@@ -78,6 +78,11 @@ def test_schema_errors_all_reported_with_location() -> None:
     ("override-unknown.yaml", ["override-unknown.yaml:5:", "override of unknown rule "
                                "'NOT-THERE'"]),
     ("not-a-mapping.yaml", ["a ruleset must be a mapping"]),
+    ("empty.yaml", ["a ruleset must be a mapping"]),
+    ("extends-missing.yaml", ["extends-missing.yaml:4:10: extends:", "no-such-file.yaml",
+                              "cannot read ruleset"]),
+    ("extends-unknown.yaml", ["extends-unknown.yaml:4:10: extends: unknown ruleset "
+                              "'no-such-shipped-ruleset'"]),
 ])
 def test_invalid_rulesets(name: str, needles: list[str]) -> None:
     for cmd in (("validate", str(RS / name)), ("scan", "--ruleset", str(RS / name),
