@@ -138,8 +138,12 @@ def load_config(host: Host) -> SysctlConfig:
                 if not procps:
                     notes.append(f"{cf.path}: dangling symlink, ignored")
             except (HostError, ParseError) as exc:
-                if str(exc) not in problems:
+                if not procps:
                     problems.append(str(exc))
+                elif (cf.path, False) not in parsed:
+                    # only `sysctl --system` reads it (a dotfile, sysctl.conf without the
+                    # 99-sysctl.conf link): the boot value is still known
+                    notes.append(f"{exc}; only `sysctl --system` reads it")
         parsed[cf.path, procps] = out
         return out
 

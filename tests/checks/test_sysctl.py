@@ -337,6 +337,19 @@ def test_broken_file_gives_error_for_persisted_side_only(make_root, bad) -> None
     assert ok.status is Status.PASS
 
 
+@pytest.mark.parametrize("path", ["/etc/sysctl.conf", "/etc/sysctl.d/.hidden.conf"])
+def test_broken_file_only_procps_reads_is_not_an_error(make_root, path: str) -> None:
+    root = make_root({"/etc/sysctl.d/10.conf": "vm.swappiness = 5\n", path: b"\x00"})
+    r = _one(run_check("kernel.sysctl", root, SWAP))
+    assert (r.status, r.actual) == (Status.PASS, "5"), r.message
+    cfg = load_config(Host(str(root)))
+    assert not cfg.problems and any("only `sysctl --system`" in n for n in cfg.notes)
+    # through the 99-sysctl.conf link systemd reads it too: then it is an error
+    if path == "/etc/sysctl.conf":
+        os.symlink("../sysctl.conf", root / "etc/sysctl.d/99-sysctl.conf")
+        assert _one(run_check("kernel.sysctl", root, SWAP)).status is Status.ERROR
+
+
 def test_fifo_in_sysctl_d_is_ignored_like_systemd(make_root) -> None:
     root = make_root({"/etc/sysctl.d/10.conf": "vm.swappiness = 5\n"})
     os.mkfifo(root / "etc/sysctl.d/20-fifo.conf")
