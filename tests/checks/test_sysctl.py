@@ -367,3 +367,19 @@ def test_config_parsed_once_per_run(make_root) -> None:
     for key in ("vm.swappiness", "vm.dirty_ratio", "vm.swappiness"):
         list(spec.run(CheckContext(host, {"key": key, "op": "le", "value": 10})))
     assert host.reads == 1
+
+
+def test_live_scan_of_this_machine_reads_proc_sys() -> None:
+    """The real host: the runtime value reported is the one in /proc/sys right now, and
+    the persisted value is what the oracle-tested decider gives for the real files."""
+    path = Path("/proc/sys/vm/swappiness")
+    if not path.exists():
+        pytest.skip("no /proc/sys/vm/swappiness here")
+    r = _one(run_check("kernel.sysctl", "/", SWAP, live=True))
+    assert r.data["runtime"] == path.read_text().strip()
+    assert r.evidence[0].source == "/proc/sys/vm/swappiness"
+    if int(r.data["runtime"]) > 10:
+        assert r.status is Status.FAIL and r.aspect in (Aspect.RUNTIME, Aspect.PERSISTED,
+                                                        Aspect.DRIFT)
+    dec = sp.systemd_decide(load_config(Host("/")).entries, "vm/swappiness")
+    assert r.data.get("persisted", {}).get("value") == dec.value
