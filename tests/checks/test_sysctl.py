@@ -74,6 +74,9 @@ NAMED: dict[str, so.Case] = {
         links={"/etc/sysctl.d/99-sysctl.conf": "../sysctl.conf"}),
     "dotfile-read-by-procps-only": so.Case("n-dot", files={
         "/etc/sysctl.d/.hidden.conf": "vm.swappiness = 11\n"}),
+    "directory-named-conf-hides-vendor": so.Case("n-dir", files={
+        "/usr/lib/sysctl.d/50-b.conf": "vm.swappiness = 7\n"},
+        dirs=["/etc/sysctl.d/50-b.conf"]),
     "overlapping-globs-reassigned-moves-last": so.Case("n-glob-move", files={
         "/etc/sysctl.d/10-x.conf": "net.ipv4.conf.*.rp_filter = 1\n"
                                    "net.ipv4.conf.a*.rp_filter = 2\n",
@@ -104,6 +107,8 @@ NAMED_EXPECT: dict[str, tuple[str, tuple[str | None, str | None]]] = {
     "value-with-spaces": ("net/ipv4/ip_local_port_range", ("32768   60999", "32768   60999")),
     "sysctl-conf-last-in-procps-only": ("vm/swappiness", ("50", "5")),
     "dotfile-read-by-procps-only": ("vm/swappiness", (None, "11")),
+    # both programs fail to read the directory, and it still hides the vendor file
+    "directory-named-conf-hides-vendor": ("vm/swappiness", (None, None)),
     # systemd: a re-assigned glob moves to the end of the ordered map; procps: last line
     "overlapping-globs-reassigned-moves-last": (R, ("3", "3")),
     # systemd keeps an identical re-assignment in its first place; procps: last line
