@@ -179,11 +179,19 @@ def load(ref: str, registry: Registry, *, validate: bool | None = None) -> Rules
     ref_now: str | None = ref
     base_dir: str | None = None
     while ref_now is not None:
-        raw = _load_doc(ref_now, registry, base_dir, validate)
+        try:
+            raw = _load_doc(ref_now, registry, base_dir, validate)
+        except RulesetError:
+            raise
+        except UsageError as exc:
+            if not chain:
+                raise
+            # a missing or unknown parent: point at the 'extends' line that names it
+            raise UsageError(f"{chain[-1].doc.where(['extends'])}: extends: {exc}") from None
         key = raw.path or f"shipped:{ref_now}"
         if key in seen:
             cycle = " -> ".join([*seen, key])
-            raise RulesetError([f"{raw.doc.origin}: 'extends' cycle: {cycle}"])
+            raise RulesetError([f"{chain[-1].doc.where(['extends'])}: 'extends' cycle: {cycle}"])
         if len(seen) >= MAX_EXTENDS_DEPTH:
             raise RulesetError([f"{raw.doc.origin}: 'extends' chain deeper than "
                                 f"{MAX_EXTENDS_DEPTH}"])

@@ -88,24 +88,28 @@ class SysctlConfig:
     problems: tuple[str, ...] = ()
     """Files that could not be read: the persisted value is unknown."""
     notes: tuple[str, ...] = field(default_factory=tuple)
+    procps_glob_exclude: bool = True
+    """procps >= 4.0.5: ``-pattern`` exclusions stop globs by ``fnmatch``."""
 
 
 def _listing(host: Host, dirs: tuple[str, ...]) -> list[tuple[str, list[str]]]:
     return [(d, host.listdir(d)) for d in dirs]
 
 
-def _procps_variant(host: Host) -> tuple[str | None, tuple[str, ...], bool]:
-    """(version, directory order, glob support) of the scanned root's procps."""
+def _procps_variant(host: Host) -> tuple[str | None, tuple[str, ...], bool, bool]:
+    """(version, directory order, glob support, glob exclusions) of the scanned root's
+    procps.  Glob exclusions (``-net.ipv4.conf.*.rp_filter`` stopping other globs) came in
+    4.0.5 (procps 39748b78); 4.0.2 only honours an exclusion spelled exactly as the path."""
     full = dpkg_version(host, "procps")
     if full is None:
-        return None, sp.PROCPS4_DIRS, True
+        return None, sp.PROCPS4_DIRS, True, True
     version = dpkg.upstream_version(full)
     vt = dpkg.version_tuple(version)
     if vt >= (4,):
-        return version, sp.PROCPS4_DIRS, True
+        return version, sp.PROCPS4_DIRS, True, vt >= (4, 0, 5)
     if (3, 3, 15) <= vt < (3, 3, 17):
-        return version, sp.PROCPS_OLD_DIRS, False
-    return version, sp.PROCPS4_DIRS, False
+        return version, sp.PROCPS_OLD_DIRS, False, False
+    return version, sp.PROCPS4_DIRS, False, False
 
 
 def load_config(host: Host) -> SysctlConfig:
@@ -114,35 +118,45 @@ def load_config(host: Host) -> SysctlConfig:
     dirs = sp.SYSTEMD_DIRS_SPLIT_USR if split_usr else sp.SYSTEMD_DIRS
     problems: list[str] = []
     notes: list[str] = []
-    parsed: dict[str, list[sp.Entry]] = {}
+    parsed: dict[tuple[str, bool], list[sp.Entry]] = {}
 
-    def entries_of(cf: sp.ConfFile) -> list[sp.Entry]:
-        if cf.path in parsed:
-            return parsed[cf.path]
+    def entries_of(cf: sp.ConfFile, procps: bool = False) -> list[sp.Entry]:
+        if (cf.path, procps) in parsed:
+            return parsed[cf.path, procps]
         out: list[sp.Entry] = []
         if host.is_masked(cf.path):
-            notes.append(f"{cf.path} is masked (symlink to /dev/null)")
+            if not procps:
+                notes.append(f"{cf.path} is masked (symlink to /dev/null)")
         else:
             try:
-                out, _warnings = sp.parse(host.read_text(cf.path), cf.path)
+                text = host.read_text(cf.path)
+                out = sp.parse_procps(text, cf.path) if procps else sp.parse(text, cf.path)[0]
             except (NotRegularFile, SymlinkLoop) as exc:
-                notes.append(f"{exc}; systemd-sysctl cannot use it either")
+                if not procps:
+                    notes.append(f"{exc}; systemd-sysctl cannot use it either")
             except NotFound:
-                notes.append(f"{cf.path}: dangling symlink, ignored")
+                if not procps:
+                    notes.append(f"{cf.path}: dangling symlink, ignored")
             except (HostError, ParseError) as exc:
-                problems.append(str(exc))
-        parsed[cf.path] = out
+                if not procps:
+                    problems.append(str(exc))
+                elif (cf.path, False) not in parsed:
+                    # only `sysctl --system` reads it (a dotfile, sysctl.conf without the
+                    # 99-sysctl.conf link): the boot value is still known
+                    notes.append(f"{exc}; only `sysctl --system` reads it")
+        parsed[cf.path, procps] = out
         return out
 
     files = sp.order_files(_listing(host, dirs))
     entries = [e for cf in files for e in entries_of(cf)]
-    version, pdirs, globs = _procps_variant(host)
-    pfiles = sp.order_files(_listing(host, pdirs))
-    pentries = [e for cf in pfiles for e in entries_of(cf)]
+    version, pdirs, globs, glob_exclude = _procps_variant(host)
+    # procps PreloadSystem keeps dotfiles (any name of 5+ characters ending in .conf)
+    pfiles = sp.order_files(_listing(host, pdirs), hidden=True)
+    pentries = [e for cf in pfiles for e in entries_of(cf, procps=True)]
     if host.is_file(sp.SYSCTL_CONF):
-        pentries += entries_of(sp.ConfFile("sysctl.conf", sp.SYSCTL_CONF))
+        pentries += entries_of(sp.ConfFile("sysctl.conf", sp.SYSCTL_CONF), procps=True)
     return SysctlConfig(tuple(files), tuple(entries), tuple(pentries), version, globs,
-                        tuple(problems), tuple(notes))
+                        tuple(problems), tuple(notes), glob_exclude)
 
 
 # ------------------------------------------------------------------ expectations
@@ -287,7 +301,8 @@ def run(ctx: CheckContext) -> Iterator[Result]:
 
     cfg = host.memo(("sysctl-config",), lambda: load_config(host))
     dec = sp.systemd_decide(cfg.entries, key)
-    pdec = sp.procps_decide(cfg.procps_entries, key, globs=cfg.procps_globs)
+    pdec = sp.procps_decide(cfg.procps_entries, key, globs=cfg.procps_globs,
+                            glob_exclude=cfg.procps_glob_exclude)
     default = p.get("kernel_default")
     boot = dec.value if dec.value is not None else (None if default is None else str(default))
     if dec.entry is not None:

@@ -2,13 +2,17 @@
 
 Sources: systemd ``src/sysctl/sysctl.c`` (``parse_file``, ``apply_all``,
 ``apply_glob_option``), ``src/basic/sysctl-util.c`` (``sysctl_normalize``),
-``src/basic/conf-files.c``; procps-ng ``src/sysctl.c`` (``PreloadSystem``, ``Preload``);
-sysctl.d(5).  See SEMANTICS §3.
+``src/basic/conf-files.c``; procps-ng ``src/sysctl.c`` (``PreloadSystem``, ``Preload``,
+``parse_setting_line``, ``write_setting_list``, ``settinglist_findpath``); sysctl.d(5).
+See SEMANTICS §3.  ``tests/checks/test_sysctl.py`` checks both deciders against the real
+systemd-sysctl (252) and procps (4.0.2) on a generated corpus.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import posixpath
+import re
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
@@ -27,6 +31,13 @@ PROCPS_OLD_DIRS = ("/run/sysctl.d", "/etc/sysctl.d", "/usr/local/lib/sysctl.d",
 SYSCTL_CONF = "/etc/sysctl.conf"
 MAX_LINE = 4096 * 8  # systemd LONG_LINE_MAX is 1 MiB; anything beyond a few KB is garbage
 _GLOB_CHARS = "*?["
+_SYSTEMD_WS = " \t\n\r"
+"""systemd ``WHITESPACE`` (``strstrip``); Python's ``str.strip()`` strips more."""
+_C_SPACE = " \t\n\v\f\r"
+"""C ``isspace`` in the C locale (procps ``lstrip``/``rstrip``)."""
+_SYSTEMD_EOL = re.compile(r"\r\n|\r|\n")
+"""systemd ``read_line`` ends a line at ``\\n``, ``\\r`` or ``\\r\\n``."""
+PROC_SYS = "/proc/sys/"
 
 
 @dataclass(frozen=True)
@@ -34,7 +45,8 @@ class Entry:
     """One meaningful line of a sysctl.d file."""
 
     key: str
-    """Normalised key in slash form (``net/ipv4/conf/eth0.100/rp_filter``)."""
+    """Normalised key in slash form (``net/ipv4/conf/eth0.100/rp_filter``); for entries from
+    :func:`parse_procps`, the path below ``/proc/sys/`` as procps builds it (not simplified)."""
     value: str | None
     """The value (stripped), or ``None`` for a ``-key`` exclusion entry."""
     ignore_failure: bool
@@ -91,8 +103,11 @@ def parse(text: str, file: str) -> tuple[list[Entry], list[Warning_]]:
         raise ParseError("binary content (NUL byte); not a sysctl.d file", source=file)
     entries: list[Entry] = []
     warnings: list[Warning_] = []
-    for n, raw in enumerate(text.splitlines(), 1):
-        p = raw.strip()
+    lines = _SYSTEMD_EOL.split(text)
+    if lines and lines[-1] == "":
+        lines.pop()
+    for n, raw in enumerate(lines, 1):
+        p = raw.strip(_SYSTEMD_WS)
         if not p or p[0] in "#;":
             continue
         if len(p) > MAX_LINE:
@@ -105,13 +120,13 @@ def parse(text: str, file: str) -> tuple[list[Entry], list[Warning_]]:
                 ignore = True
                 p = p[1:]
             k, _, v = p.partition("=")
-            value = v.strip()
+            value = v.strip(_SYSTEMD_WS)
         else:
             if p[0] != "-":
                 warnings.append(Warning_(file, n, f"line is not an assignment, ignoring: {p}"))
                 continue
             k, value = p[1:], None
-        key = normalize_key(k.strip())
+        key = normalize_key(k.strip(_SYSTEMD_WS))
         if not key:
             warnings.append(Warning_(file, n, "empty key, ignoring"))
             continue
@@ -131,19 +146,39 @@ class ConfFile:
     """Symlink to /dev/null (or empty): hides same-named files, contributes nothing."""
 
 
-def order_files(listing: Sequence[tuple[str, Sequence[str]]]) -> list[ConfFile]:
+def order_files(listing: Sequence[tuple[str, Sequence[str]]], *,
+                hidden: bool = False) -> list[ConfFile]:
     """systemd ``conf_files_list``: ``*.conf`` files (no dotfiles) from the dirs in priority
     order; the first dir holding a basename wins; the survivors sorted by basename (strcmp).
 
-    ``listing`` is ``[(dir, [names...]), ...]`` in priority order.
+    ``listing`` is ``[(dir, [names...]), ...]`` in priority order.  ``hidden=True`` keeps
+    dotfiles, as procps ``PreloadSystem`` does (it only wants a name of at least five
+    characters ending in ``.conf``).
     """
     chosen: dict[str, ConfFile] = {}
     for d, names in listing:
         for name in names:
-            if not name.endswith(".conf") or name.startswith(".") or name in chosen:
+            if not name.endswith(".conf") or name in chosen:
+                continue
+            if name.startswith(".") and not hidden:
                 continue
             chosen[name] = ConfFile(name, f"{d.rstrip('/')}/{name}")
     return [chosen[n] for n in sorted(chosen, key=lambda s: s.encode("utf-8", "surrogateescape"))]
+
+
+def _component_match(pattern: str, name: str) -> bool:
+    """glob(3) matching of one path component: no ``/`` inside, a leading ``.`` only
+    matched explicitly, ``[^...]`` negates like ``[!...]`` (glibc ``fnmatch``)."""
+    if name.startswith(".") and not pattern.startswith("."):
+        return False
+    return fnmatch.fnmatchcase(name, pattern.replace("[^", "[!"))
+
+
+def glob_matches(pattern: str, key: str) -> bool:
+    """True if glob(3) on ``/proc/sys/<pattern>`` would produce ``/proc/sys/<key>`` (both in
+    normalised slash form): component by component, ``*`` never crosses a ``/``."""
+    pp, kp = pattern.split("/"), key.split("/")
+    return len(pp) == len(kp) and all(_component_match(a, b) for a, b in zip(pp, kp, strict=True))
 
 
 @dataclass(frozen=True)
@@ -163,7 +198,7 @@ class Decision:
 
 def _matches(entry: Entry, key: str) -> bool:
     if entry.is_glob:
-        return fnmatch.fnmatchcase(key, entry.key)
+        return glob_matches(entry.key, key)
     return entry.key == key
 
 
@@ -193,7 +228,7 @@ def systemd_decide(entries: Iterable[Entry], key: str) -> Decision:
         return Decision(key, explicit.value, explicit, overridden=tuple(lost))
     winner: Entry | None = None
     for e in omap.values():
-        if e.is_glob and e.value is not None and fnmatch.fnmatchcase(key, e.key):
+        if e.is_glob and e.value is not None and glob_matches(e.key, key):
             if winner is not None:
                 lost.append(winner)
             winner = e
@@ -202,23 +237,125 @@ def systemd_decide(entries: Iterable[Entry], key: str) -> Decision:
     return Decision(key, winner.value, winner, overridden=tuple(lost))
 
 
-def procps_decide(entries: Iterable[Entry], key: str, *, globs: bool = True) -> Decision:
-    """The value ``sysctl --system`` (procps-ng) leaves in ``key``: every line is written in
-    order, so the last line that writes the key wins.  Glob lines skip keys that have an
-    explicit or excluded entry anywhere; without glob support (procps < 4.0) a glob line is
-    a literal path that does not exist.  Exclusion entries write nothing.
+def _c_lstrip(s: str) -> str:
+    return s.lstrip(_C_SPACE)
+
+
+def _c_rstrip(s: str) -> str:
+    """procps ``rstrip``: never strips the first character, even if it is a space."""
+    return s[:1] + s[1:].rstrip(_C_SPACE) if s else s
+
+
+def _slashdot(key: str) -> str:
+    """procps ``slashdot(p, '.', '/')``: if the first separator is ``.``, swap ``.`` and
+    ``/``; unlike systemd, empty and ``.`` components and a leading ``/`` are kept."""
+    first = next((c for c in key if c in "./"), None)
+    if first == ".":
+        return key.translate(str.maketrans("./", "/."))
+    return key
+
+
+def parse_procps(text: str, file: str) -> list[Entry]:
+    """Parse one file as procps-ng 4.0 ``sysctl --system`` does (``Preload`` and
+    ``parse_setting_line``).  ``Entry.key`` is the path below ``/proc/sys/`` exactly as
+    procps builds it (``slashdot``, not simplified: ``/vm/x`` keeps its slash), because
+    procps compares these strings, not normalised keys, to let explicit entries and
+    exclusions stop a glob.  Raises :class:`ParseError` only for binary content.
+    """
+    if "\x00" in text:
+        raise ParseError("binary content (NUL byte); not a sysctl.d file", source=file)
+    entries: list[Entry] = []
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    for n, raw in enumerate(lines, 1):
+        # getline() keeps the newline: a line of one character plus newline has rlen 2
+        has_nl = n < len(lines) or text.endswith("\n")
+        line = raw + ("\n" if has_nl else "")
+        if len(line) < 2:
+            continue
+        key = _c_lstrip(line)
+        if len(key) < 2 or key[0] in "#;":
+            continue
+        value: str | None
+        ignore = False
+        if "=" not in key:
+            if key[0] != "-":
+                continue  # "invalid syntax, continuing..."
+            key, value = _c_rstrip(key[1:]), None
+        else:
+            key, _, v = key.partition("=")
+            if not key:
+                continue  # "=value": procps reports a malformed setting and goes on
+            if key[0] == "-":
+                ignore, key = True, key[1:]
+            value = _c_rstrip(_c_lstrip(v))
+            key = _c_rstrip(key)
+        if not key:
+            continue
+        entries.append(Entry(_slashdot(key), value, ignore, file, n, raw))
+    return entries
+
+
+def _glob_expand(pattern: str, target: str) -> str | None:
+    """The path glob(3) reports for ``target`` when expanding ``pattern``, or ``None`` if
+    it does not match.  glob keeps the literal parts of the pattern as written (so
+    ``/proc/sys//vm/*`` gives ``/proc/sys//vm/swappiness``)."""
+    if pattern.endswith("/"):
+        return None
+    want = [p for p in target.split("/") if p]
+    out: list[str] = []
+    i = 0
+    for comp in pattern.split("/"):
+        if comp in ("", "."):
+            out.append(comp)
+            continue
+        if i >= len(want):
+            return None
+        if any(c in comp for c in _GLOB_CHARS):
+            if not _component_match(comp, want[i]):
+                return None
+            out.append(want[i])
+        elif comp == want[i]:
+            out.append(comp)
+        else:
+            return None
+        i += 1
+    return "/".join(out) if i == len(want) else None
+
+
+def procps_decide(entries: Iterable[Entry], key: str, *, globs: bool = True,
+                  glob_exclude: bool = True) -> Decision:
+    """The value ``sysctl --system`` (procps-ng) leaves in ``key`` (normalised slash form),
+    given entries from :func:`parse_procps` in file order (``write_setting_list``).
+
+    Every line is written in order, so the last line that writes the key wins.  A glob line
+    skips an expanded path when any line of any file has exactly that path (``strcmp``) or
+    is an exclusion whose pattern matches it (``fnmatch`` without ``FNM_PATHNAME``: ``*``
+    crosses ``/``; only with ``glob_exclude``, procps >= 4.0.5 — 4.0.2 compares exclusions
+    with ``strcmp`` like any other line, as the oracle test shows).  Without glob support
+    (procps < 4.0) a glob line is a literal path that does not exist.  Exclusion entries
+    write nothing.
     """
     entries = list(entries)
-    explicit_or_excluded = any(not e.is_glob and e.key == key for e in entries)
+    target = PROC_SYS + key
+    paths = [PROC_SYS + e.key for e in entries]
     winner: Entry | None = None
     lost: list[Entry] = []
-    for e in entries:
+    for e, path in zip(entries, paths, strict=True):
         if e.value is None:
             continue
         if e.is_glob:
-            if not globs or explicit_or_excluded or not fnmatch.fnmatchcase(key, e.key):
+            if not globs:
                 continue
-        elif e.key != key:
+            got = _glob_expand(path, target)
+            if got is None or any(
+                p == got or (glob_exclude and x.value is None
+                             and fnmatch.fnmatchcase(got, p.replace("[^", "[!")))
+                for x, p in zip(entries, paths, strict=True)
+            ):
+                continue
+        elif posixpath.normpath(path) != target:
             continue
         if winner is not None:
             lost.append(winner)

@@ -1,0 +1,255 @@
+"""The Host: root confinement, file types, caps, caches, live state and commands."""
+
+from __future__ import annotations
+
+import os
+import stat
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from aiaudit.errors import (
+    CommandError,
+    HostError,
+    LiveStateUnavailable,
+    NotFound,
+    NotRegularFile,
+    PathEscape,
+    TooLarge,
+)
+from aiaudit.host import Deadline, Host, which
+
+
+def _within(seconds: float, fn):
+    """Run ``fn`` in a thread; fail (instead of hanging the suite) if it blocks."""
+    box: dict[str, object] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as exc:
+            box["exc"] = exc
+
+    t = threading.Thread(target=target, daemon=True)
+    t.start()
+    t.join(seconds)
+    assert not t.is_alive(), f"blocked for more than {seconds}s"
+    if "exc" in box:
+        raise box["exc"]  # type: ignore[misc]
+    return box.get("value")
+
+
+# ------------------------------------------------------------------ confinement
+def test_absolute_symlink_is_rerooted(make_root) -> None:
+    root = make_root({"/etc/hostname": "fixture-host\n"},
+                     links={"/etc/link": "/etc/hostname", "/etc/dirlink": "/etc"})
+    host = Host(str(root))
+    assert host.read_text("/etc/link") == "fixture-host\n"
+    assert host.read_text("/etc/dirlink/dirlink/hostname") == "fixture-host\n"
+    assert host.resolve("/etc/link") == "/etc/hostname"
+
+
+def test_relative_dotdot_escape_is_refused(make_root) -> None:
+    root = make_root({"/etc/a": "x"}, links={"/etc/up": "../../../../../../etc/passwd",
+                                              "/etc/ok": "../etc/a"})
+    host = Host(str(root))
+    with pytest.raises(PathEscape):
+        host.read_text("/etc/up")
+    with pytest.raises(PathEscape):
+        host.read_text("/../etc/passwd")
+    assert host.read_text("/etc/ok") == "x"
+    assert not host.exists("/etc/up")
+
+
+@pytest.mark.parametrize("links", [
+    {"/etc/a": "b", "/etc/b": "a"},
+    {"/etc/a": "a"},
+    {"/etc/a": "/etc/a/x"},
+])
+def test_symlink_loops(make_root, links) -> None:
+    host = Host(str(make_root(links=links)))
+    with pytest.raises(HostError, match="symbolic links"):
+        host.read_text("/etc/a")
+    assert not host.exists("/etc/a") and host.lstat_exists("/etc/a")
+
+
+def test_dangling_link_and_missing_file(make_root) -> None:
+    host = Host(str(make_root(links={"/etc/dangling": "/nowhere"})))
+    with pytest.raises(NotFound):
+        host.read_text("/etc/dangling")
+    with pytest.raises(NotFound):
+        host.read_text("/etc/missing")
+    assert host.try_read_text("/etc/missing") is None
+    assert host.readlink("/etc/dangling") == "/nowhere"
+
+
+def test_dev_null_link_is_mask_and_not_read(make_root) -> None:
+    host = Host(str(make_root(links={"/etc/sysctl.d/x.conf": "/dev/null"})))
+    assert host.is_masked("/etc/sysctl.d/x.conf")
+    with pytest.raises(NotFound):  # re-rooted: <root>/dev/null does not exist
+        host.read_text("/etc/sysctl.d/x.conf")
+
+
+def test_fifo_is_never_opened(make_root) -> None:
+    root = make_root(dirs=("/etc",))
+    os.mkfifo(root / "etc/fifo")
+    os.symlink("fifo", root / "etc/fifo-link")
+    host = Host(str(root))
+    for path in ("/etc/fifo", "/etc/fifo-link"):
+        with pytest.raises(NotRegularFile, match="FIFO"):
+            _within(5, lambda p=path: host.read_text(p))
+    assert not host.is_file("/etc/fifo")
+
+
+def test_device_is_never_opened(make_root) -> None:
+    root = make_root(dirs=("/dev",))
+    try:
+        os.mknod(root / "dev/zero", stat.S_IFCHR | 0o666, os.makedev(1, 5))
+    except PermissionError:
+        pytest.skip("cannot create device nodes here")
+    with pytest.raises(NotRegularFile, match="character device"):
+        _within(5, lambda: Host(str(root)).read_bytes("/dev/zero"))
+
+
+def test_directory_is_not_a_file(make_root) -> None:
+    host = Host(str(make_root(dirs=("/etc/sysctl.d",))))
+    with pytest.raises(NotRegularFile, match="directory"):
+        host.read_text("/etc/sysctl.d")
+
+
+def test_size_cap(make_root) -> None:
+    root = make_root({"/etc/big": "x" * 11, "/etc/small": "x" * 10})
+    host = Host(str(root), read_cap=10)
+    assert host.read_text("/etc/small") == "x" * 10
+    with pytest.raises(TooLarge):
+        host.read_text("/etc/big")
+    assert Host(str(root)).read_text("/etc/big", cap=11) == "x" * 11
+
+
+def test_root_must_be_a_directory(tmp_path: Path) -> None:
+    with pytest.raises(NotFound):
+        Host(str(tmp_path / "missing"))
+
+
+# ------------------------------------------------------------------ live state
+def test_live_state_refused_offline(make_root) -> None:
+    root = make_root({"/proc/sys/vm/swappiness": "60\n", "/sys/block/sda/queue/x": "1\n"})
+    offline = Host(str(root))
+    assert not offline.live
+    for call in (lambda: offline.read_text("/proc/sys/vm/swappiness"),
+                 lambda: offline.listdir("/sys/block"),
+                 lambda: offline.stat("/proc")):
+        with pytest.raises(LiveStateUnavailable):
+            call()
+    live = Host(str(root), live=True)
+    assert live.read_text("/proc/sys/vm/swappiness") == "60\n"
+    assert live.listdir("/sys/block") == ["sda"]
+
+
+def test_real_root_is_live_by_default() -> None:
+    host = Host("/")
+    assert host.live and host.is_real_root and host.allow_commands
+    assert host.read_text("/proc/sys/kernel/ostype").strip() == "Linux"
+
+
+# ------------------------------------------------------------------ listing order
+NAMES = ["b", "B", "a", "_x", "Z1", "10-x", "9-x", "\u00e9", "A~"]
+
+
+def test_listdir_and_glob_are_bytewise(make_root) -> None:
+    root = make_root({f"/d/{n}.conf": "" for n in NAMES} | {"/d/.hidden.conf": ""})
+    host = Host(str(root))
+    want = sorted([f"{n}.conf" for n in NAMES] + [".hidden.conf"], key=lambda s: s.encode())
+    assert host.listdir("/d") == want
+    assert want[:3] == [".hidden.conf", "10-x.conf", "9-x.conf"]
+    # wildcards skip dotfiles unless the pattern starts with '.'
+    assert host.glob("/d/*.conf") == [f"/d/{n}" for n in want if not n.startswith(".")]
+    assert host.glob("/d/.*.conf") == ["/d/.hidden.conf"]
+    assert host.listdir("/missing") == []
+
+
+def test_glob_follows_links_inside_root(make_root) -> None:
+    root = make_root({"/real/a/x": "1", "/real/b/x": "2"}, links={"/lnk": "/real"})
+    host = Host(str(root))
+    assert host.glob("/lnk/*/x") == ["/lnk/a/x", "/lnk/b/x"]
+    assert host.glob("/real/?/x") == ["/real/a/x", "/real/b/x"]
+
+
+# ------------------------------------------------------------------ caches
+def test_reads_are_cached(make_root) -> None:
+    root = make_root({"/etc/a": "1"})
+    host = Host(str(root))
+    assert host.read_text("/etc/a") == "1"
+    (root / "etc/a").write_text("2")
+    assert host.read_text("/etc/a") == "1" and host.reads == 1
+
+
+def test_memo_runs_factory_once_and_caches_errors(make_root) -> None:
+    host = Host(str(make_root()))
+    calls: list[int] = []
+
+    def factory() -> int:
+        calls.append(1)
+        return len(calls)
+
+    assert host.memo("k", factory) == 1 and host.memo("k", factory) == 1
+    assert calls == [1]
+
+    def broken() -> int:
+        calls.append(1)
+        raise ValueError("boom")
+
+    for _ in range(2):
+        with pytest.raises(ValueError, match="boom"):
+            host.memo("bad", broken)
+    assert len(calls) == 2
+
+
+# ------------------------------------------------------------------ commands
+def test_commands_refused_for_other_roots(make_root) -> None:
+    root = make_root({"/usr/bin/true": "#!/bin/sh\n"})
+    for host in (Host(str(root), live=True), Host(str(root)), Host("/", live=False)):
+        with pytest.raises(LiveStateUnavailable):
+            host.run(["true"])
+
+
+def test_command_runs_from_real_system() -> None:
+    res = Host("/").run(["sh", "-c", "echo $PATH; echo err >&2; exit 3"])
+    assert res.returncode == 3 and res.stderr == "err\n"
+    assert res.stdout.strip() == "/usr/sbin:/usr/bin:/sbin:/bin"
+    with pytest.raises(CommandError, match="not installed"):
+        Host("/").run(["no-such-program-aiaudit"])
+    assert which("/tmp/evil") is None and which("sh") is not None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_command_timeout_kills_process_group(tmp_path: Path) -> None:
+    pidfile = tmp_path / "pid"
+    host = Host("/")
+    t0 = time.monotonic()
+    with pytest.raises(CommandError, match="timed out"):
+        host.run(["sh", "-c", f"sleep 60 & echo $! > {pidfile}; wait"], timeout=0.5)
+    assert time.monotonic() - t0 < 3
+    pid = int(pidfile.read_text())
+    for _ in range(50):
+        if not _alive(pid):
+            break
+        time.sleep(0.05)
+    assert not _alive(pid), "the grandchild survived the timeout"
+
+
+def test_command_limited_by_scan_deadline() -> None:
+    host = Host("/", deadline=Deadline(0.3))
+    t0 = time.monotonic()
+    with pytest.raises(CommandError, match="timed out"):
+        host.run(["sleep", "10"], timeout=30)
+    assert time.monotonic() - t0 < 2

@@ -1,0 +1,107 @@
+"""Ruleset loading: extends, overrides, defaults, validation policy, file handling."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from aiaudit import plugins, ruleset
+from aiaudit.errors import RulesetError, UsageError
+from aiaudit.model import Severity
+from tests.helpers import FIXTURES
+
+RS = FIXTURES / "rulesets"
+REG = plugins.registry()
+
+
+def test_load_small_fills_param_defaults() -> None:
+    rs = ruleset.load(str(RS / "small.yaml"), REG)
+    assert (rs.name, rs.version, [r.id for r in rs.rules]) == (
+        "small", "2.1", ["SMALL-SWAPPINESS", "SMALL-MAX-MAP-COUNT"])
+    swap = rs.get("SMALL-SWAPPINESS")
+    assert swap is not None and swap.params["missing"] == "skip" and swap.params["persist"]
+    assert swap.origin.endswith("small.yaml:6:5")
+    assert swap.info.references and swap.info.tags == ("memory",)
+    assert rs.get("NOPE") is None
+
+
+def test_extends_overrides_disables_and_adds(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir("/")  # 'extends: small.yaml' is relative to the file, not the cwd
+    rs = ruleset.load(str(RS / "extends.yaml"), REG)
+    assert [r.id for r in rs.rules] == ["SMALL-SWAPPINESS", "SITE-DIRTY-RATIO"]
+    assert rs.disabled == ("SMALL-MAX-MAP-COUNT",)
+    swap = rs.get("SMALL-SWAPPINESS")
+    assert swap.info.severity is Severity.CRITICAL
+    # params are merged: the override changes value, keeps key/op/kernel_default
+    assert dict(swap.params) == {"key": "vm.swappiness", "op": "le", "value": 1,
+                               "kernel_default": 60, "missing": "skip",
+                               "persist": True}
+    assert rs.settings["fail_on"] == "low"
+
+
+def test_extends_shipped_ruleset() -> None:
+    base = ruleset.load("dl-training", REG)
+    rs = ruleset.load(str(RS / "extends-shipped.yaml"), REG)
+    assert [r.id for r in rs.rules] == [r.id for r in base.rules]
+    swap = rs.get("SYSCTL-VM-SWAPPINESS")
+    assert swap.info.severity is Severity.HIGH and swap.params["value"] == 1
+
+
+def test_user_ruleset_params_validated_at_scan_time() -> None:
+    with pytest.raises(RulesetError) as exc:
+        ruleset.load(str(RS / "bad-params.yaml"), REG)
+    assert len(exc.value.problems) == 3
+
+
+def test_extends_override_with_bad_params_is_caught(tmp_path: Path) -> None:
+    f = tmp_path / "x.yaml"
+    f.write_text(f"ruleset: x\nversion: '1'\nextends: {RS / 'small.yaml'}\noverrides:\n"
+                 "  SMALL-SWAPPINESS:\n    params: {op: sortof}\n")
+    with pytest.raises(RulesetError) as exc:
+        ruleset.load(str(f), REG)
+    assert "x.yaml:6:" in exc.value.problems[0] and "sortof" in exc.value.problems[0]
+
+
+def test_shipped_ruleset_does_not_import_jsonschema() -> None:
+    """A scan with a shipped ruleset skips validation (the test suite validates it)."""
+    code = ("import sys; from aiaudit import plugins, ruleset; "
+            "ruleset.load('dl-training', plugins.registry()); "
+            "print('jsonschema' in sys.modules)")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=env, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_is_path() -> None:
+    assert ruleset.is_path("./x") and ruleset.is_path("x.yaml") and ruleset.is_path("a/b")
+    assert not ruleset.is_path("dl-training")
+
+
+@pytest.mark.parametrize("content,needle", [
+    (b"\xff\xfe not utf-8", "not UTF-8"),
+    (b"#" * (ruleset.MAX_RULESET_BYTES + 1), "too large"),
+])
+def test_bad_ruleset_files(tmp_path: Path, content: bytes, needle: str) -> None:
+    f = tmp_path / "r.yaml"
+    f.write_bytes(content)
+    with pytest.raises(UsageError, match=needle):
+        ruleset.load(str(f), REG)
+
+
+def test_fifo_ruleset_refused(tmp_path: Path) -> None:
+    f = tmp_path / "r.yaml"
+    os.mkfifo(f)
+    with pytest.raises(UsageError, match="not a regular file"):
+        ruleset.load(str(f), REG)
+
+
+def test_self_extends_is_a_cycle(tmp_path: Path) -> None:
+    f = tmp_path / "self.yaml"
+    f.write_text("ruleset: s\nversion: '1'\nextends: self.yaml\n")
+    with pytest.raises(RulesetError, match=r"self\.yaml:3:10: 'extends' cycle"):
+        ruleset.load(str(f), REG)

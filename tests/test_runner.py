@@ -1,0 +1,152 @@
+"""The runner: isolation of raising and hanging checks, deadlines, exit status."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Iterator
+
+import pytest
+
+from aiaudit.api import CheckContext, CheckSpec
+from aiaudit.errors import ExitCode, NotFound
+from aiaudit.host import Host
+from aiaudit.model import HostInfo, Result, RuleInfo, Severity, Status
+from aiaudit.ruleset import Rule, Ruleset
+from aiaudit.runner import ScanOptions, exit_status, scan
+
+RELEASE = threading.Event()
+"""Set at module teardown so hung check threads end."""
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _release_hung_threads():
+    yield
+    RELEASE.set()
+
+
+def _ok(ctx: CheckContext) -> Iterator[Result]:
+    yield Result(Status.PASS, "ok", "fine")
+
+
+def _fail(ctx: CheckContext) -> Iterator[Result]:
+    yield Result(Status.FAIL, "bad", "not fine")
+
+
+def _raise(ctx: CheckContext) -> Iterator[Result]:
+    yield Result(Status.PASS, "first", "a result before the crash is discarded")
+    raise KeyError("boom")
+
+
+def _host_error(ctx: CheckContext) -> Iterator[Result]:
+    ctx.host.read_text("/etc/missing")
+    yield Result(Status.PASS, "x", "unreachable")
+
+
+def _hang(ctx: CheckContext) -> Iterator[Result]:
+    RELEASE.wait(30)
+    yield Result(Status.PASS, "late", "too late")
+
+
+def _nothing(ctx: CheckContext) -> Iterator[Result]:
+    return iter(())
+
+
+def _invalid(ctx: CheckContext) -> Iterator[Result]:
+    yield "not a result"  # type: ignore[misc]
+
+
+def _rule(rid: str, fn, severity: Severity = Severity.HIGH) -> Rule:
+    spec = CheckSpec(id=f"test.{fn.__name__.strip('_')}", title=rid, run=fn)
+    return Rule(RuleInfo(rid, spec.id, severity, rid), spec, {})
+
+
+def _ruleset(*rules: Rule) -> Ruleset:
+    return Ruleset("t", "1", "", tuple(rules))
+
+
+def _info(host: Host) -> HostInfo:
+    return HostInfo("h", None, None, None, None, None, host.root, host.mode)
+
+
+def _scan(tmp_path, *rules: Rule, **opts):
+    return scan(_ruleset(*rules), Host(str(tmp_path)), ScanOptions(**opts), host_info=_info)
+
+
+def _by_rule(run) -> dict[str, list[Result]]:
+    out: dict[str, list[Result]] = {}
+    for f in run.findings:
+        out.setdefault(f.rule_id, []).append(f.result)
+    return out
+
+
+def test_raising_check_is_an_error_and_others_run(tmp_path) -> None:
+    run = _scan(tmp_path, _rule("A", _ok), _rule("B", _raise), _rule("C", _host_error),
+                _rule("D", _ok))
+    got = _by_rule(run)
+    assert [r.status for r in got["B"]] == [Status.ERROR]
+    assert "internal error in check test.raise: KeyError" in got["B"][0].message
+    assert got["C"][0].status is Status.ERROR and "/etc/missing" in got["C"][0].message
+    assert got["A"][0].status is got["D"][0].status is Status.PASS
+    assert exit_status(run, Severity.HIGH) == ExitCode.NOT_EVALUATED
+
+
+def test_reraise_for_debugging(tmp_path) -> None:
+    with pytest.raises(KeyError):
+        _scan(tmp_path, _rule("B", _raise), reraise=True)
+    run = _scan(tmp_path, _rule("C", _host_error), reraise=True)  # expected errors stay results
+    assert run.findings[0].status is Status.ERROR
+
+
+def test_empty_and_invalid_results_are_errors(tmp_path) -> None:
+    got = _by_rule(_scan(tmp_path, _rule("E", _nothing), _rule("I", _invalid)))
+    assert "produced no result" in got["E"][0].message
+    assert "invalid result" in got["I"][0].message
+
+
+def test_hanging_check_abandoned_at_rule_timeout(tmp_path) -> None:
+    t0 = time.monotonic()
+    run = _scan(tmp_path, _rule("A", _ok), _rule("H", _hang), _rule("C", _fail),
+                rule_timeout=0.3)
+    took = time.monotonic() - t0
+    assert 0.3 <= took < 0.45, took  # ~100 ms of slack for a loaded CI machine
+    got = _by_rule(run)
+    assert got["H"][0].status is Status.ERROR and "rule timeout of 0.3s" in got["H"][0].message
+    assert got["C"][0].status is Status.FAIL  # the third check still ran
+    assert exit_status(run, Severity.HIGH) == ExitCode.FAILED
+
+
+def test_scan_deadline_holds_when_a_check_hangs(tmp_path) -> None:
+    t0 = time.monotonic()
+    run = _scan(tmp_path, _rule("A", _ok), _rule("H", _hang), _rule("C", _ok), timeout=0.5)
+    took = time.monotonic() - t0
+    assert 0.5 <= took < 0.65, took
+    got = _by_rule(run)
+    assert got["A"][0].status is Status.PASS
+    assert "scan deadline of 0.5s" in got["H"][0].message
+    assert got["C"][0].status is Status.ERROR and "not evaluated" in got["C"][0].message
+    assert any("deadline" in n for n in run.notices)
+    assert run.duration_s < 0.65
+
+
+def test_exit_status_thresholds(tmp_path) -> None:
+    run = _scan(tmp_path, _rule("F", _fail, Severity.LOW), _rule("E", _raise, Severity.MEDIUM))
+    assert exit_status(run, Severity.INFO) == ExitCode.FAILED
+    assert exit_status(run, Severity.MEDIUM) == ExitCode.NOT_EVALUATED
+    assert exit_status(run, Severity.HIGH) == ExitCode.OK
+
+
+def test_run_result_fields(tmp_path) -> None:
+    run = _scan(tmp_path, _rule("A", _ok), _rule("F", _fail), only=("F",))
+    assert [f.rule_id for f in run.findings] == ["F"]
+    assert [r.id for r in run.rules] == ["F"]
+    assert run.started.endswith("Z") and run.ruleset == "t"
+    assert run.counts()["fail"] == 1 and run.counts()["pass"] == 0
+
+
+def test_host_errors_are_not_internal(tmp_path) -> None:
+    def boom(ctx):
+        raise NotFound("/etc/x: no such file")
+
+    got = _by_rule(_scan(tmp_path, _rule("N", boom)))
+    assert got["N"][0].message == "/etc/x: no such file"
