@@ -569,8 +569,13 @@ def _effective(host: Host, acc: Accounts, user: pw.Account, service: str) -> Eff
         eff.values[item] = (soft.value, hard.value)
         eff.deciders[item] = (_side_ev(soft, start, list(ITEM_KEYS).index(item)),
                               _side_ev(hard, start, list(ITEM_KEYS).index(item)))
-    bits = [build.note, *notes]
-    eff.message = "; ".join(bits)
+    unset = [i for i in ITEM_KEYS if i not in dec.limits]
+    if unset and kernel:
+        notes.append(f"no line sets {'/'.join(unset)}: pam_limits starts from PID 1's limits"
+                     + (" (soft nofile capped at 1024)" if build.kernel_start else ""))
+    elif unset:
+        notes.append(f"no line sets {'/'.join(unset)}: the session keeps {inherited.what}")
+    eff.message = f"pam_limits: {build.note}" + "".join(f"; {n}" for n in notes) + "."
     return eff
 
 
