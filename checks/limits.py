@@ -48,9 +48,15 @@ PAM_DIRS = ("/etc/pam.d", "/usr/lib/pam.d")
 NO_USER = ("no training user given: pass --user NAME, run under Slurm (SLURM_JOB_USER) or "
            "sudo (SUDO_USER), or set settings.user in the ruleset")
 
-# Documented fallbacks when PID 1's limits cannot be read (offline scans): the kernel's
-# boot values (INR_OPEN_CUR 1024; MLOCK_LIMIT 64 KiB before Linux 5.16).
-PID1_FALLBACK = {"nofile": (1024, 1024), "memlock": (65536, 65536)}
+# PID 1's limits when they cannot be read (offline scans).  systemd as PID 1 raises its own
+# limits at start (src/core/main.c: bump_file_max_and_nr_open() sets fs.nr_open to
+# 1073741816 and bump_rlimit_nofile() takes nofile to it; bump_rlimit_memlock() raises
+# memlock to 64 MiB) -- UNCONFIRMED for every version; without systemd the kernel's boot
+# values apply (INR_OPEN_CUR 1024 / INR_OPEN_MAX 4096; MLOCK_LIMIT 64 KiB before 5.16).
+SYSTEMD_NR_OPEN = 1073741816
+PID1_SYSTEMD = {"nofile": (SYSTEMD_NR_OPEN, SYSTEMD_NR_OPEN),
+                "memlock": (64 * 1024**2, 64 * 1024**2)}
+PID1_KERNEL = {"nofile": (1024, 4096), "memlock": (65536, 65536)}
 # systemd's built-in defaults for services (systemd-system.conf(5)): DefaultLimitNOFILE
 # 1024:524288 (v240+), DefaultLimitMEMLOCK 8M (v253+, earlier the kernel's 64 KiB).
 SYSTEMD_DEFAULTS = {"nofile": (1024, 524288), "memlock": (8 * 1024**2, 8 * 1024**2)}
@@ -384,9 +390,13 @@ def pid1_limits(host: Host) -> Start:
                 return Start(vals, (Evidence.runtime("/proc/1/limits"),), "PID 1's limits")
         except (HostError, ParseError):
             pass
-    return Start(dict(PID1_FALLBACK), (Evidence.default(
-        "PID 1's limits (offline: pam_limits fallback nofile 1024, memlock 64 KiB)"),),
-        "PID 1's limits (offline fallback)")
+    if any(host.exists(p) for p in ("/lib/systemd/systemd", "/usr/lib/systemd/systemd")):
+        return Start(dict(PID1_SYSTEMD), (Evidence.default(
+            "PID 1's limits (offline: systemd raises its own to nofile 1073741816, memlock "
+            "64 MiB)"),), "PID 1's limits (offline: systemd's own)")
+    return Start(dict(PID1_KERNEL), (Evidence.default(
+        "PID 1's limits (offline, no systemd: kernel boot values nofile 1024:4096, memlock "
+        "64 KiB)"),), "PID 1's limits (offline: kernel defaults)")
 
 
 def _proc_of(host: Host, comm: str) -> str | None:
@@ -532,7 +542,7 @@ def _effective(host: Host, acc: Accounts, user: pw.Account, service: str) -> Eff
     who = subject_for(acc, user)
     nr_open = None
     if build.nr_open:
-        nr_open = 1048576
+        nr_open = SYSTEMD_NR_OPEN if "systemd" in start.what else 1048576
         if host.live:
             try:
                 nr_open = int(host.read_text("/proc/sys/fs/nr_open").strip())
@@ -569,7 +579,8 @@ def _effective(host: Host, acc: Accounts, user: pw.Account, service: str) -> Eff
         eff.values[item] = (soft.value, hard.value)
         eff.deciders[item] = (_side_ev(soft, start, list(ITEM_KEYS).index(item)),
                               _side_ev(hard, start, list(ITEM_KEYS).index(item)))
-    unset = [i for i in ITEM_KEYS if i not in dec.limits]
+    unset = [i for i in ITEM_KEYS
+             if all(sd.line is None for sd in dec.limits.get(i, sides[i]))]
     if unset and kernel:
         notes.append(f"no line sets {'/'.join(unset)}: pam_limits starts from PID 1's limits"
                      + (" (soft nofile capped at 1024)" if build.kernel_start else ""))
