@@ -72,11 +72,12 @@ def _int(field: str) -> int | None:
     return int(field) if re.fullmatch(r"[0-9]+", field) and int(field) < 2**32 else None
 
 
-def parse_passwd(text: str) -> tuple[list[Account], bool]:
-    """Entries of a passwd file and whether it has NIS compat (``+``/``-``) lines."""
+def _rows(text: str, what: str, min_fields: int) -> tuple[list[tuple[int, list[str]]], bool]:
+    """Colon-separated rows with at least ``min_fields`` fields, and whether NIS compat
+    (``+``/``-``) lines were seen."""
     if "\x00" in text:
-        raise ParseError("binary content in passwd file")
-    out: list[Account] = []
+        raise ParseError(f"binary content in {what} file")
+    rows: list[tuple[int, list[str]]] = []
     compat = False
     for n, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
@@ -86,37 +87,33 @@ def parse_passwd(text: str) -> tuple[list[Account], bool]:
             compat = True
             continue
         f = line.split(":")
-        if len(f) < 4:
-            continue
+        if len(f) >= min_fields and f[0]:
+            rows.append((n, f))
+    return rows, compat
+
+
+def parse_passwd(text: str) -> tuple[list[Account], bool]:
+    """Entries of a passwd file and whether it has NIS compat (``+``/``-``) lines."""
+    rows, compat = _rows(text, "passwd", 4)
+    out: list[Account] = []
+    for n, f in rows:
         uid, gid = _int(f[2]), _int(f[3])
-        if not f[0] or uid is None or gid is None:
-            continue
-        out.append(Account(f[0], uid, gid, f[5] if len(f) > 5 else "",
-                           f[6] if len(f) > 6 else "", n))
+        if uid is not None and gid is not None:
+            out.append(Account(f[0], uid, gid, f[5] if len(f) > 5 else "",
+                               f[6] if len(f) > 6 else "", n))
     return out, compat
 
 
 def parse_group(text: str) -> tuple[list[Group], bool]:
     """Entries of a group file and whether it has NIS compat (``+``/``-``) lines."""
-    if "\x00" in text:
-        raise ParseError("binary content in group file")
+    rows, compat = _rows(text, "group", 3)
     out: list[Group] = []
-    compat = False
-    for n, raw in enumerate(text.splitlines(), 1):
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        if line[0] in "+-":
-            compat = True
-            continue
-        f = line.split(":")
-        if len(f) < 3:
-            continue
+    for n, f in rows:
         gid = _int(f[2])
-        if not f[0] or gid is None:
-            continue
-        members = tuple(m.strip() for m in f[3].split(",") if m.strip()) if len(f) > 3 else ()
-        out.append(Group(f[0], gid, members, n))
+        if gid is not None:
+            members = tuple(m.strip() for m in f[3].split(",") if m.strip()) \
+                if len(f) > 3 else ()
+            out.append(Group(f[0], gid, members, n))
     return out, compat
 
 
