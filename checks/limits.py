@@ -400,6 +400,11 @@ def pid1_limits(host: Host) -> Start:
 
 
 def _proc_of(host: Host, comm: str) -> str | None:
+    """Lowest pid whose /proc/<pid>/comm is ``comm`` (the daemon's listener), live only."""
+    return host.memo(("limits-proc-of", comm), lambda: _scan_proc(host, comm))
+
+
+def _scan_proc(host: Host, comm: str) -> str | None:
     best: tuple[int, str] | None = None
     for name in host.listdir("/proc"):
         if not name.isdigit():
@@ -486,11 +491,16 @@ class Effective:
     nolimits: lp.Line | None = None
 
 
+def _start_ev(start: Start, idx: int) -> Evidence:
+    if not start.evidence:
+        return Evidence.default(start.what)
+    return start.evidence[min(idx, len(start.evidence) - 1)]
+
+
 def _side_ev(side: lp.Side, start: Start, idx: int) -> Evidence:
     if side.line is not None:
         return Evidence.file(side.line.file, side.line.line, side.line.raw)
-    return start.evidence[min(idx, len(start.evidence) - 1)] if start.evidence else \
-        Evidence.default(start.what)
+    return _start_ev(start, idx)
 
 
 def effective(host: Host, acc: Accounts, user: pw.Account, service: str) -> Effective:
@@ -501,8 +511,7 @@ def effective(host: Host, acc: Accounts, user: pw.Account, service: str) -> Effe
 
 def _keep(eff: Effective, start: Start, why: str) -> Effective:
     eff.values = {i: start.values[i] for i in ITEM_KEYS}
-    eff.deciders = {i: (start.evidence[n] if n < len(start.evidence) else start.evidence[0],) * 2
-                    for n, i in enumerate(ITEM_KEYS)} if start.evidence else {}
+    eff.deciders = {i: (_start_ev(start, n),) * 2 for n, i in enumerate(ITEM_KEYS)}
     eff.message = why
     return eff
 
@@ -525,69 +534,87 @@ def _effective(host: Host, acc: Accounts, user: pw.Account, service: str) -> Eff
         why = "; ".join(stack.problems) or f"no session pam_limits.so in {stack.file}"
         return _keep(eff, inherited, f"pam_limits does not run for {service} ({why}): "
                      f"sessions keep {inherited.what}")
-    call = stack.calls[0]
-    eff.evidence.append(Evidence.file(call.file, call.line, call.raw))
-    kernel = build.kernel_start or call.set_all
-    start = pid1_limits(host) if kernel else inherited
-    ranks = lp.KERNEL if kernel else lp.NONE
-    sides: dict[str, tuple[lp.Side, lp.Side]] = {}
-    for item in ITEM_KEYS:
-        soft, hard = start.values[item]
-        if item == "nofile" and kernel and build.kernel_start:
-            soft = min(soft, FD_SETSIZE)  # Debian: inherited soft nofile capped at FD_SETSIZE
-        sides[item] = (lp.Side(soft, ranks), lp.Side(hard, ranks))
-    files, notes = limits_files(host, build, call.conf)
-    if call.conf:
-        eff.conf_target = call.conf
     who = subject_for(acc, user)
-    nr_open = None
-    if build.nr_open:
-        nr_open = SYSTEMD_NR_OPEN if "systemd" in start.what else 1048576
-        if host.live:
-            try:
-                nr_open = int(host.read_text("/proc/sys/fs/nr_open").strip())
-            except (HostError, ValueError):
-                pass
-    dec = lp.decide(files, who, sides, lp.Variant(debian_root=build.debian, nr_open=nr_open))
-    if dec.uncertain:
-        eff.status = "unknown"
-        eff.message = ("group membership cannot be decided from the files (groups also come "
-                       f"from {', '.join(acc.remote_group)} via nsswitch.conf): "
-                       + ", ".join(f"{ln.where} '{ln.raw}'" for ln in dec.uncertain))
-        eff.evidence += [Evidence.file(ln.file, ln.line, ln.raw) for ln in dec.uncertain]
-        return eff
-    if dec.status == "failed":
-        if call.fatal:
-            eff.status = "refused"
-            eff.message = (f"pam_limits fails the session ({dec.reason}) and is "
-                           f"'{call.control}' in {call.file.lstrip('/')}:{call.line}: "
-                           f"logins of {user.name} through {service} are refused")
+    values = {i: inherited.values[i] for i in ITEM_KEYS}
+    deciders = {i: (_start_ev(inherited, n),) * 2 for n, i in enumerate(ITEM_KEYS)}
+    what = inherited.what
+    notes: list[str] = []
+    # Every pam_limits line of the stack runs in turn (a service may load it twice, e.g. via
+    # common-session and its own file); each starts from what the previous one left.
+    for call in stack.calls:
+        eff.evidence.append(Evidence.file(call.file, call.line, call.raw))
+        where = f"{call.file.lstrip('/')}:{call.line}"
+        kernel = build.kernel_start or call.set_all
+        start = pid1_limits(host) if kernel else Start(dict(values), tuple(
+            deciders[i][0] for i in ITEM_KEYS), what)
+        rank = lp.KERNEL if kernel else lp.NONE
+        sides: dict[str, tuple[lp.Side, lp.Side]] = {}
+        for item in ITEM_KEYS:
+            soft, hard = start.values[item]
+            if item == "nofile" and kernel and build.kernel_start:
+                soft = min(soft, FD_SETSIZE)  # Debian: soft nofile from PID 1 capped at 1024
+            sides[item] = (lp.Side(soft, rank), lp.Side(hard, rank))
+        files, file_notes = limits_files(host, build, call.conf)
+        dec = lp.decide(files, who, sides, lp.Variant(debian_root=build.debian,
+                                                      nr_open=_nr_open(host, build, start)))
+        if dec.uncertain:
+            eff.status = "unknown"
+            eff.message = ("group membership cannot be decided from the files (groups also "
+                           f"come from {', '.join(acc.remote_group)} via nsswitch.conf): "
+                           + ", ".join(f"{ln.where} '{ln.raw}'" for ln in dec.uncertain))
+            eff.evidence += [Evidence.file(ln.file, ln.line, ln.raw) for ln in dec.uncertain]
             return eff
-        return _keep(eff, inherited, f"pam_limits fails ({dec.reason}) but is "
-                     f"'{call.control}': sessions keep {inherited.what}")
-    if dec.status == "nolimits":
-        ln = dec.nolimits_line
-        assert ln is not None
-        eff.nolimits = ln
-        eff.evidence.append(Evidence.file(ln.file, ln.line, ln.raw))
-        out = _keep(eff, inherited, f"'{ln.raw}' at {ln.where} matches {user.name}: "
-                    f"pam_limits sets no limits at all, sessions keep {inherited.what}")
-        out.deciders = {i: (Evidence.file(ln.file, ln.line, ln.raw),) * 2 for i in ITEM_KEYS}
-        return out
-    for item in ITEM_KEYS:
-        soft, hard = dec.limits.get(item, sides[item])
-        eff.values[item] = (soft.value, hard.value)
-        eff.deciders[item] = (_side_ev(soft, start, list(ITEM_KEYS).index(item)),
-                              _side_ev(hard, start, list(ITEM_KEYS).index(item)))
-    unset = [i for i in ITEM_KEYS
-             if all(sd.line is None for sd in dec.limits.get(i, sides[i]))]
-    if unset and kernel:
-        notes.append(f"no line sets {'/'.join(unset)}: pam_limits starts from PID 1's limits"
-                     + (" (soft nofile capped at 1024)" if build.kernel_start else ""))
-    elif unset:
-        notes.append(f"no line sets {'/'.join(unset)}: the session keeps {inherited.what}")
+        if dec.status == "failed":
+            if call.fatal:
+                eff.status = "refused"
+                eff.message = (f"pam_limits fails the session ({dec.reason}) and is "
+                               f"'{call.control}' at {where}: logins of {user.name} through "
+                               f"{service} are refused")
+                return eff
+            notes.append(f"pam_limits at {where} fails ({dec.reason}) but is "
+                         f"'{call.control}': it changes nothing")
+            continue
+        if dec.status == "nolimits":
+            ln = dec.nolimits_line
+            assert ln is not None
+            eff.nolimits = ln
+            eff.evidence.append(Evidence.file(ln.file, ln.line, ln.raw))
+            notes.append(f"'{ln.raw}' at {ln.where} matches {user.name}: pam_limits at "
+                         f"{where} sets no limits at all, the session keeps {what}")
+            deciders = {i: (Evidence.file(ln.file, ln.line, ln.raw),) * 2 for i in ITEM_KEYS}
+            continue
+        eff.nolimits = None
+        eff.conf_target = call.conf or DROPIN
+        notes += file_notes
+        for n, item in enumerate(ITEM_KEYS):
+            soft, hard = dec.limits.get(item, sides[item])
+            values[item] = (soft.value, hard.value)
+            deciders[item] = (_side_ev(soft, start, n), _side_ev(hard, start, n))
+        unset = [i for i in ITEM_KEYS
+                 if all(sd.line is None for sd in dec.limits.get(i, sides[i]))]
+        if unset and kernel:
+            notes.append(f"no line sets {'/'.join(unset)}: pam_limits starts from PID 1's "
+                         "limits" + (" (soft nofile capped at 1024)" if build.kernel_start
+                                     else ""))
+        elif unset:
+            notes.append(f"no line sets {'/'.join(unset)}: the session keeps {what}")
+        what = f"what pam_limits at {where} set"
+    eff.values, eff.deciders = values, deciders
     eff.message = f"pam_limits: {build.note}" + "".join(f"; {n}" for n in notes) + "."
     return eff
+
+
+def _nr_open(host: Host, build: PamBuild, start: Start) -> int | None:
+    """What unlimited nofile becomes: fs.nr_open (live), systemd's or the kernel's default
+    offline; ``None`` for PAM < 1.5.2 (RLIM_INFINITY, which the kernel refuses)."""
+    if not build.nr_open:
+        return None
+    if host.live:
+        try:
+            return int(host.read_text("/proc/sys/fs/nr_open").strip())
+        except (HostError, ValueError):
+            pass
+    return SYSTEMD_NR_OPEN if "systemd" in start.what else 1048576
 
 
 # ------------------------------------------------------------------ the checks

@@ -228,3 +228,23 @@ def test_not_root(make_root) -> None:
     assert r.status is Status.FAIL and r.remediation is not None
     assert one(run_check("user.not_root", rt, user="alice")).status is Status.PASS
     assert one(run_check("user.not_root", rt)).status is Status.SKIP
+
+
+def test_two_pam_limits_calls_each_run(make_root) -> None:
+    # Debian: every call starts again from PID 1, so the last successful one decides
+    rt = root(make_root, DEBIAN, **{
+        "/etc/pam.d/common-session": "session required pam_limits.so "
+                                     "conf=/etc/security/first.conf\n",
+        "/etc/security/first.conf": "alice - nofile 2048\n",
+        "/etc/security/limits.conf": "alice - nofile 1048576\n"})
+    r = one(run_check("limits.effective", rt, NOFILE_SOFT, user="alice"))
+    assert r.status is Status.PASS and r.actual == "1048576", r.message
+    # upstream: the second call starts from what the first one set
+    rk = make_root({**ROCKY,
+                    "/etc/pam.d/sshd": "session required pam_limits.so conf=/etc/security/a\n"
+                                       "session include password-auth\n",
+                    "/etc/security/a": "alice hard nofile 70000\nalice soft nofile 70000\n",
+                    "/etc/security/limits.conf": "alice hard memlock unlimited\n"})
+    r = one(run_check("limits.effective", rk, NOFILE_SOFT, user="alice"))
+    assert r.status is Status.PASS and r.actual == "70000", r.message
+    assert any(e.source == "etc/security/a:2" for e in r.evidence)

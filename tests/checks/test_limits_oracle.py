@@ -39,6 +39,25 @@ def _cap_sys_resource() -> bool:
     return False
 
 
+def _preflight() -> None:
+    _need(os.geteuid() == 0, "needs root")
+    _need(shutil.which("unshare") is not None, "needs unshare (util-linux)")
+    _need(MODULE.exists(), f"needs {MODULE} (libpam-modules)")
+    probe = subprocess.run(["unshare", "-m", "-p", "-f", "--mount-proc", "true"],
+                           capture_output=True, text=True, timeout=30)
+    _need(probe.returncode == 0, f"mount/PID namespaces not permitted: {probe.stderr.strip()}")
+
+
+def _ceiling() -> dict[str, int]:
+    out = {}
+    for name, res in (("nofile", resource.RLIMIT_NOFILE), ("memlock", resource.RLIMIT_MEMLOCK)):
+        hard = resource.getrlimit(res)[1]
+        out[name] = -1 if hard == resource.RLIM_INFINITY else hard
+    if out["nofile"] == -1 or out["nofile"] > 1048576:
+        out["nofile"] = 1048576
+    return out
+
+
 def _run_driver(cases: list[dict]) -> list[dict]:
     proc = subprocess.run(["unshare", "-m", "-p", "-f", "--mount-proc", sys.executable,
                            str(DRIVER)], input=json.dumps(cases), capture_output=True,
@@ -49,15 +68,8 @@ def _run_driver(cases: list[dict]) -> list[dict]:
 
 @pytest.mark.oracle
 def test_model_matches_real_pam_limits(tmp_path: Path) -> None:
-    _need(os.geteuid() == 0, "needs root")
-    _need(shutil.which("unshare") is not None, "needs unshare (util-linux)")
-    _need(MODULE.exists(), f"needs {MODULE} (libpam-modules)")
-    ceiling = {"nofile": resource.getrlimit(resource.RLIMIT_NOFILE)[1],
-               "memlock": resource.getrlimit(resource.RLIMIT_MEMLOCK)[1]}
-    ceiling = {k: (v if v != resource.RLIM_INFINITY else -1) for k, v in ceiling.items()}
-    if ceiling["nofile"] == -1 or ceiling["nofile"] > 1048576:
-        ceiling["nofile"] = 1048576
-    cases = corpus.generate(N_CASES, ceiling)
+    _preflight()
+    cases = corpus.generate(N_CASES, _ceiling())
     real = _run_driver(cases)
     nr_open = int(Path("/proc/sys/fs/nr_open").read_text())
     cap = _cap_sys_resource()
@@ -71,3 +83,19 @@ def test_model_matches_real_pam_limits(tmp_path: Path) -> None:
                          f"  pid1={case['pid1']} child={case['child']}\n"
                          f"  real={got}\n  model={want}")
     assert not diffs, f"{len(diffs)}/{len(cases)} differ:\n" + "\n".join(diffs[:8])
+
+
+@pytest.mark.oracle
+def test_pam_stack_walk_matches_libpam(tmp_path: Path) -> None:
+    """Whether pam_limits runs for a service (includes, substack, comments, case, 'other',
+    optional vs required failures) as libpam decides."""
+    _preflight()
+    cases = corpus.stack_cases(_ceiling())
+    real = _run_driver(cases)
+    diffs = []
+    for case, got in zip(cases, real, strict=True):
+        want = corpus.stack_predict(case, tmp_path / case["id"])
+        if corpus.stack_outcome(got) != want:
+            diffs.append(f"{case['id']}: real {corpus.stack_outcome(got)} ({got}), "
+                         f"model {want}")
+    assert not diffs, "\n".join(diffs)

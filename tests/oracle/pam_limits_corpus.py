@@ -163,3 +163,88 @@ def predict(case: dict[str, Any], base: Path, *, cap_sys_resource: bool,
             (item == "nofile" and hard.value > nr_open)
         got[item] = child[item] if refused else new
     return out(got, 0)
+
+
+LIMITS_ON = "* - nofile 3000\n"
+STACKS: list[tuple[str, dict[str, str], dict[str, str | None]]] = [
+    # (name, /etc/pam.d files, /etc/security files; None = absent)
+    ("direct", {"svc": "session required pam_limits.so\n"}, {}),
+    ("at-include", {"svc": "@include common-session\n",
+                    "common-session": "session required pam_unix.so\n"
+                                      "session required pam_limits.so\n"}, {}),
+    ("include", {"svc": "session include common-session\n",
+                 "common-session": "session required pam_limits.so\n"}, {}),
+    ("substack", {"svc": "session substack common-session\n",
+                  "common-session": "session required pam_limits.so\n"}, {}),
+    ("nested", {"svc": "@include a\n", "a": "session include b\n",
+                "b": "session substack c\n", "c": "session optional pam_limits.so\n"}, {}),
+    ("include-other-type", {"svc": "auth include common\n",
+                            "common": "session required pam_limits.so\n"}, {}),
+    ("at-include-auth-line", {"svc": "@include common\n",
+                              "common": "auth required pam_limits.so\n"}, {}),
+    ("commented", {"svc": "#session required pam_limits.so\n"}, {}),
+    ("inline-comment", {"svc": "session optional pam_permit.so # pam_limits.so\n"}, {}),
+    ("dash-type", {"svc": "-session required pam_limits.so\n"}, {}),
+    ("full-path", {"svc": "session required "
+                          "/lib/x86_64-linux-gnu/security/pam_limits.so\n"}, {}),
+    ("upper-case", {"svc": "SESSION REQUIRED pam_limits.so\n"}, {}),
+    ("continuation", {"svc": "session required \\\n pam_limits.so\n"}, {}),
+    ("other-fallback", {"other": "session required pam_limits.so\n"}, {}),
+    ("optional-missing-conf", {"svc": "session optional pam_limits.so\n"},
+     {"limits.conf": None}),
+    ("required-missing-conf", {"svc": "session required pam_limits.so\n"},
+     {"limits.conf": None}),
+    ("bracket-ignore-missing", {"svc": "session [success=ok default=ignore] pam_limits.so\n"},
+     {"limits.conf": None}),
+    ("conf-arg", {"svc": "session required pam_limits.so conf=/etc/security/c.conf\n"},
+     {"c.conf": "* - nofile 4000\n"}),
+]
+
+
+def stack_cases(ceiling: dict[str, int]) -> list[dict[str, Any]]:
+    """Driver cases for :data:`STACKS` (user alice; ``* - nofile 3000`` in limits.conf)."""
+    out = []
+    for name, pamd, sec in STACKS:
+        # a stack without any successful session module is PAM_PERM_DENIED by libpam
+        pamd = {k: ("session required pam_permit.so\n" + v if k in ("svc", "other") else v)
+                for k, v in pamd.items()}
+        files: dict[str, Any] = {"limits.conf": LIMITS_ON, **sec}
+        out.append({"id": name, "service": "svc", "pamd": pamd, "files": files,
+                    "passwd": PASSWD, "group": GROUP, "user": "alice",
+                    "pid1": {"nofile": [900, ceiling["nofile"]],
+                             "memlock": [65536, ceiling["memlock"]]},
+                    "child": {"nofile": [1000, ceiling["nofile"]],
+                              "memlock": [65536, ceiling["memlock"]]}})
+    return out
+
+
+def stack_outcome(real: dict[str, Any]) -> str:
+    """``refused``, ``ran`` or ``skipped`` from a driver result."""
+    if real.get("open") != 0:
+        return "refused"
+    return "ran" if real["nofile"][0] in (3000, 4000) else "skipped"
+
+
+def stack_predict(case: dict[str, Any], base: Path) -> str:
+    """The model's outcome for a stack case: the check's PAM walker and file reader."""
+    etc = base / "etc"
+    (etc / "pam.d").mkdir(parents=True)
+    for name, text in case["pamd"].items():
+        (etc / "pam.d" / name).write_text(text)
+    (etc / "security").mkdir()
+    for rel, text in case["files"].items():
+        if text is not None:
+            (etc / "security" / rel).write_text(text)
+    host = Host(str(base), live=False)
+    st = lc.pam_stack(host, case["service"])
+    if not st.calls:
+        return "skipped"
+    build = lc.PamBuild(True, "1.5.2-6", (1, 5, 2), "oracle")
+    for call in st.calls:
+        files, _ = lc.limits_files(host, build, call.conf)
+        if any(isinstance(lines, str) for _, lines in files):
+            if call.fatal:
+                return "refused"
+            continue
+        return "ran"
+    return "skipped"

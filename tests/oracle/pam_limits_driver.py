@@ -7,7 +7,8 @@ on Debian reads its starting values from ``/proc/1/limits``) and bind mounts sta
 
 Each case (JSON): ``files`` (``{"limits.conf": text|null, "limits.d/NAME": text}``, paths
 relative to /etc/security; ``null`` = absent; ``{"link": target}`` = symlink), ``passwd``,
-``group`` (file contents), ``user``, ``args`` (pam_limits module arguments), ``pid1`` and
+``group`` (file contents), ``user``, ``args`` (pam_limits module arguments), or instead
+``pamd`` (``{name: text}`` for /etc/pam.d) and ``service`` (the service to open), ``pid1`` and
 ``child`` (``{"nofile": [soft, hard], "memlock": [soft, hard]}``, -1 = unlimited): the limits
 of PID 1 and of the process that opens the session.  Each result: ``open`` (the return code
 of pam_open_session) and the NOFILE and MEMLOCK limits of the session process after it.
@@ -60,7 +61,8 @@ def _session(libpam, case: dict) -> dict:
     _set(case.get("child") or {})
     pamh = ctypes.c_void_p()
     conv = _Conv(ctypes.cast(_REFUSE, ctypes.c_void_p), None)
-    rc = libpam.pam_start(SERVICE.encode(), case["user"].encode(), ctypes.byref(conv),
+    service = case.get("service", SERVICE)
+    rc = libpam.pam_start(service.encode(), case["user"].encode(), ctypes.byref(conv),
                           ctypes.byref(pamh))
     if rc != 0:
         return {"start": rc}
@@ -120,8 +122,12 @@ def main() -> int:
         _write_tree(sec, case.get("files") or {})
         _overwrite(os.path.join(tmp, "passwd"), case["passwd"])
         _overwrite(os.path.join(tmp, "group"), case["group"])
-        _overwrite(os.path.join(pamd, SERVICE),
-                   f"session required pam_limits.so {case.get('args', '')}\n")
+        for name in os.listdir(pamd):
+            os.unlink(os.path.join(pamd, name))
+        stack = case.get("pamd") or {
+            SERVICE: f"session required pam_limits.so {case.get('args', '')}\n"}
+        for name, text in stack.items():
+            _overwrite(os.path.join(pamd, name), text)
         _set(case.get("pid1") or {})
         r, w = os.pipe()
         pid = os.fork()
