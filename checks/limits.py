@@ -489,6 +489,8 @@ class Effective:
     """Where a remediation line must go (the conf= file, else the limits.d drop-in)."""
     pam_applies: bool = True
     nolimits: lp.Line | None = None
+    ignored: list[tuple[lp.Line, str]] = field(default_factory=list)
+    """Matching lines pam_limits ignored (lost on rank, bad value...), with why."""
 
 
 def _start_ev(start: Start, idx: int) -> Evidence:
@@ -584,6 +586,7 @@ def _effective(host: Host, acc: Accounts, user: pw.Account, service: str) -> Eff
             deciders = {i: (Evidence.file(ln.file, ln.line, ln.raw),) * 2 for i in ITEM_KEYS}
             continue
         eff.nolimits = None
+        eff.ignored = dec.ignored
         eff.conf_target = call.conf or DROPIN
         notes += file_notes
         for n, item in enumerate(ITEM_KEYS):
@@ -713,13 +716,19 @@ def run_effective(ctx: CheckContext) -> Iterator[Result]:
         head = f"{side} {item} of {user.name} via {service} is {actual}"
         src = eff.deciders.get(item, (None, None))[idx]
         where = f" (from {src.source})" if src is not None else ""
+        lost = [(ln, why) for ln, why in eff.ignored if ln.item == item][:3]
+        lost_txt = ""
+        if lost:
+            lost_txt = " Ignored: " + "; ".join(f"{ln.where} '{ln.raw}' ({why})"
+                                                for ln, why in lost) + "."
+            ev = (*ev, *(Evidence.file(ln.file, ln.line, ln.raw) for ln, _ in lost))
         if value >= want:
-            yield Result(Status.PASS, subject, f"{head}{where}. {eff.message}".strip(),
+            yield Result(Status.PASS, subject, f"{head}{where}.{lost_txt} {eff.message}",
                          expected=exp, actual=actual, aspect=Aspect.CONFIG, evidence=ev,
                          data=data)
             continue
-        yield Result(Status.FAIL, subject, f"{head}{where}, expected {exp}. {eff.message}"
-                     .strip(), expected=exp, actual=actual, aspect=Aspect.CONFIG,
+        yield Result(Status.FAIL, subject,
+                     f"{head}{where}, expected {exp}.{lost_txt} {eff.message}", expected=exp, actual=actual, aspect=Aspect.CONFIG,
                      evidence=ev, data=data,
                      remediation=_remediation(user, service, item, side, want, want_txt, eff))
 

@@ -390,8 +390,10 @@ def fmt(value: int | None, item: str = "") -> str:
         return "unknown"
     if value == RLIM_INFINITY:
         return "unlimited"
-    if item in KIB_ITEMS and value % 1024 == 0 and value:
-        return f"{value // 1024} KiB"
+    if item in KIB_ITEMS and value and value % 1024 == 0:
+        for unit, size in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
+            if value % size == 0:
+                return f"{value // size} {unit}"
     return str(value)
 
 
