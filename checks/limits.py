@@ -728,8 +728,8 @@ def run_effective(ctx: CheckContext) -> Iterator[Result]:
                          data=data)
             continue
         yield Result(Status.FAIL, subject,
-                     f"{head}{where}, expected {exp}.{lost_txt} {eff.message}", expected=exp, actual=actual, aspect=Aspect.CONFIG,
-                     evidence=ev, data=data,
+                     f"{head}{where}, expected {exp}.{lost_txt} {eff.message}", expected=exp,
+                     actual=actual, aspect=Aspect.CONFIG, evidence=ev, data=data,
                      remediation=_remediation(user, service, item, side, want, want_txt, eff))
 
 
