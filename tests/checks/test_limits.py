@@ -248,3 +248,28 @@ def test_two_pam_limits_calls_each_run(make_root) -> None:
     r = one(run_check("limits.effective", rk, NOFILE_SOFT, user="alice"))
     assert r.status is Status.PASS and r.actual == "70000", r.message
     assert any(e.source == "etc/security/a:2" for e in r.evidence)
+
+
+def test_user_from_slurm_job_user_via_cli() -> None:
+    from tests.helpers import ROOTS, cli
+
+    root = str(ROOTS / "limits-debian-root-star" / "root")
+    res = cli("scan", "--ruleset", "dl-training", "--root", root, "--only",
+              "TRAINING-USER-NOT-ROOT", env={"SLURM_JOB_USER": "root"})
+    assert res.code == 1 and "from $SLURM_JOB_USER" in res.out, res.out + res.err
+    res = cli("scan", "--ruleset", "dl-training", "--root", root, "--only",
+              "LIMITS-NOFILE-SOFT")
+    assert "--user NAME" in res.out
+
+
+def test_live_on_this_host_reads_proc() -> None:
+    from pathlib import Path
+
+    if not Path("/etc/pam.d").is_dir() or not Path("/proc/1/limits").exists():
+        return
+    (r,) = run_check("limits.effective", "/", {**NOFILE_HARD, "services": ["login"]},
+                     live=True, user="root")
+    assert r.status in (Status.PASS, Status.FAIL, Status.ERROR), r
+    if r.status is not Status.ERROR and r.data.get("pam_limits"):
+        assert r.actual is not None and any(e.kind in ("runtime", "file", "default")
+                                            for e in r.evidence)
