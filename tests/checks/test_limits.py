@@ -273,3 +273,31 @@ def test_live_on_this_host_reads_proc() -> None:
     if r.status is not Status.ERROR and r.data.get("pam_limits"):
         assert r.actual is not None and any(e.kind in ("runtime", "file", "default")
                                             for e in r.evidence)
+
+
+def test_debian_pam_17_inherits_from_sshd_unit(make_root) -> None:
+    # Debian 1.7.0-1 dropped the implicit set_all: unset limits stay sshd's (#995236)
+    base = {**DEBIAN, "/var/lib/dpkg/status": DPKG.replace("1.5.2-6+deb12u3", "1.7.0-5"),
+            "/lib/systemd/system/ssh.service": "[Service]\nExecStart=/usr/sbin/sshd -D\n",
+            "/etc/systemd/system/ssh.service.d/nofile.conf": "[Service]\nLimitNOFILE=131072\n"}
+    r = one(run_check("limits.effective", make_root(base), NOFILE_SOFT, user="alice"))
+    assert r.status is Status.PASS and r.actual == "131072", r.message
+    assert "ssh.service" in r.message
+    # ... unless the module is given set_all
+    base["/etc/pam.d/sshd"] = "session required pam_limits.so set_all\n"
+    r = one(run_check("limits.effective", make_root(base), NOFILE_SOFT, user="alice"))
+    assert r.status is Status.PASS and r.actual == "1073741816", r.message  # PID 1, no cap
+
+
+def test_vendordir_on_upstream(make_root) -> None:
+    rk = {**ROCKY,
+          "/usr/lib/security/limits.conf": "alice - nofile 70000\n",
+          "/usr/lib/security/limits.d/50-a.conf": "alice - memlock 64\n",
+          "/etc/security/limits.d/50-a.conf": "alice - memlock unlimited\n"}
+    r = one(run_check("limits.effective", make_root(rk), NOFILE_SOFT, user="alice"))
+    assert r.status is Status.PASS and r.actual == "70000", r.message  # /etc file absent
+    r = one(run_check("limits.effective", make_root(rk), MEMLOCK_HARD, user="alice"))
+    assert r.status is Status.PASS, r.message  # the /etc file hides the vendor one
+    rk["/etc/security/limits.conf"] = "# empty\n"
+    r = one(run_check("limits.effective", make_root(rk), NOFILE_SOFT, user="alice"))
+    assert r.actual == "1024", r.message  # /etc exists: the vendor limits.conf is not read
