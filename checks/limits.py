@@ -208,6 +208,9 @@ class Stack:
     calls: list[LimitsCall] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
+    broken: list[str] = field(default_factory=list)
+    """Errors that make libpam fail the whole session (a missing ``@include`` aborts
+    ``pam_start``; a missing ``include`` denies the stack), checked with the real libpam."""
 
 
 def _service_file(host: Host, name: str) -> str | None:
@@ -240,7 +243,7 @@ def pam_stack(host: Host, service: str) -> Stack:
             try:
                 lines = pp.parse(host.read_text(p), p)
             except (HostError, ParseError) as exc:
-                st.problems.append(str(exc))
+                st.broken.append(str(exc))
                 return
             for ln in lines:
                 if ln.type == "@include":
@@ -248,7 +251,7 @@ def pam_stack(host: Host, service: str) -> Stack:
                     if inc:
                         walk(inc, only, depth + 1)
                     else:
-                        st.problems.append(f"{p}:{ln.line}: @include {ln.module} not found")
+                        st.broken.append(f"{p}:{ln.line}: @include {ln.module} not found")
                     continue
                 if only is not None and ln.type != only:
                     continue
@@ -259,8 +262,8 @@ def pam_stack(host: Host, service: str) -> Stack:
                     if inc:
                         walk(inc, "session", depth + 1)
                     else:
-                        st.problems.append(f"{p}:{ln.line}: {ln.control} {ln.module} "
-                                           "not found")
+                        st.broken.append(f"{p}:{ln.line}: {ln.control} {ln.module} "
+                                         "not found")
                     continue
                 if ln.module_name == "pam_limits.so":
                     st.calls.append(LimitsCall(p, ln.line, ln.control, ln.args, ln.raw))
@@ -531,6 +534,12 @@ def _effective(host: Host, acc: Accounts, user: pw.Account, service: str) -> Eff
             return _keep(eff, inherited, "sshd runs without PAM (UsePAM no): sessions keep "
                          f"{inherited.what}")
     stack = pam_stack(host, service)
+    if stack.broken:
+        eff.status = "refused"
+        eff.message = (f"the PAM configuration of {service} is broken ({'; '.join(stack.broken)}"
+                       f"): libpam refuses every session")
+        eff.evidence += [Evidence.file(f) for f in stack.files[:1]]
+        return eff
     if not stack.calls:
         eff.pam_applies = False
         why = "; ".join(stack.problems) or f"no session pam_limits.so in {stack.file}"
@@ -791,6 +800,14 @@ def run_stack(ctx: CheckContext) -> Iterator[Result]:
             continue
         if st.file is None:
             yield Result(Status.SKIP, service, f"no PAM configuration for {service}")
+            continue
+        if st.broken:
+            yield Result(Status.FAIL, service, f"the PAM configuration of {service} is broken "
+                         f"({'; '.join(st.broken)}): libpam refuses every session",
+                         expected="loaded", actual="broken", aspect=Aspect.CONFIG,
+                         evidence=(*ev, Evidence.file(st.file)),
+                         remediation=Remediation("Restore the missing PAM files or remove the "
+                                                 "include lines that name them."))
             continue
         if st.calls:
             c = st.calls[0]

@@ -301,3 +301,13 @@ def test_vendordir_on_upstream(make_root) -> None:
     rk["/etc/security/limits.conf"] = "# empty\n"
     r = one(run_check("limits.effective", make_root(rk), NOFILE_SOFT, user="alice"))
     assert r.actual == "1024", r.message  # /etc exists: the vendor limits.conf is not read
+
+
+def test_missing_include_breaks_the_stack(make_root) -> None:
+    rt = root(make_root, DEBIAN, **{"/etc/pam.d/sshd": "@include common-gone\n"
+                                                      "session required pam_limits.so\n",
+                                    "/etc/security/limits.d/90-train.conf": GOOD})
+    s = one(run_check("limits.pam_stack", rt))
+    assert s.status is Status.FAIL and "common-gone" in s.message
+    r = one(run_check("limits.effective", rt, NOFILE_SOFT, user="alice"))
+    assert r.status is Status.FAIL and r.actual == "login refused"

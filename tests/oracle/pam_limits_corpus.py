@@ -196,6 +196,9 @@ STACKS: list[tuple[str, dict[str, str], dict[str, str | None]]] = [
      {"limits.conf": None}),
     ("bracket-ignore-missing", {"svc": "session [success=ok default=ignore] pam_limits.so\n"},
      {"limits.conf": None}),
+    ("missing-at-include", {"svc": "@include nothere\nsession required pam_limits.so\n"}, {}),
+    ("missing-include", {"svc": "session include nothere\n"
+                                "session required pam_limits.so\n"}, {}),
     ("conf-arg", {"svc": "session required pam_limits.so conf=/etc/security/c.conf\n"},
      {"c.conf": "* - nofile 4000\n"}),
 ]
@@ -237,6 +240,8 @@ def stack_predict(case: dict[str, Any], base: Path) -> str:
             (etc / "security" / rel).write_text(text)
     host = Host(str(base), live=False)
     st = lc.pam_stack(host, case["service"])
+    if st.broken:
+        return "refused"
     if not st.calls:
         return "skipped"
     build = lc.PamBuild(True, "1.5.2-6", (1, 5, 2), "oracle")
