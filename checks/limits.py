@@ -402,7 +402,7 @@ def pid1_limits(host: Host) -> Start:
         "64 KiB)"),), "PID 1's limits (offline: kernel defaults)")
 
 
-def _proc_of(host: Host, comm: str) -> str | None:
+def proc_of(host: Host, comm: str) -> str | None:
     """Lowest pid whose /proc/<pid>/comm is ``comm`` (the daemon's listener), live only."""
     return host.memo(("limits-proc-of", comm), lambda: _scan_proc(host, comm))
 
@@ -464,7 +464,7 @@ def service_limits(host: Host, service: str) -> Start:
     """Limits of the process that opens the session (what a limit left alone keeps)."""
     comm = SERVICE_COMM.get(service)
     if host.live and comm:
-        pid = _proc_of(host, comm)
+        pid = proc_of(host, comm)
         if pid:
             path = f"/proc/{pid}/limits"
             try:
@@ -630,7 +630,7 @@ def _nr_open(host: Host, build: PamBuild, start: Start) -> int | None:
 
 
 # ------------------------------------------------------------------ the checks
-_MIN = {"oneOf": [{"type": "integer", "minimum": 0}, {"const": "unlimited"}]}
+MIN_SCHEMA = {"oneOf": [{"type": "integer", "minimum": 0}, {"const": "unlimited"}]}
 _SERVICES = {"type": "array", "items": {"type": "string", "pattern": "^[A-Za-z0-9_.@+-]+$"},
              "minItems": 1, "default": ["sshd"],
              "description": "PAM services that start training sessions"}
@@ -642,7 +642,7 @@ EFFECTIVE_SCHEMA: dict[str, Any] = {
     "properties": {
         "item": {"enum": list(ITEM_KEYS)},
         "type": {"enum": ["soft", "hard"]},
-        "min": {**_MIN, "description": "least acceptable value (count for nofile, KiB for "
+        "min": {**MIN_SCHEMA, "description": "least acceptable value (count for nofile, KiB for "
                 "memlock as in limits.conf, or 'unlimited')"},
         "services": _SERVICES,
     },
@@ -650,9 +650,11 @@ EFFECTIVE_SCHEMA: dict[str, Any] = {
 DEFAULT_MIN = {"nofile": 65536, "memlock": "unlimited"}
 
 
-def _want(item: str, p: Mapping[str, Any]) -> tuple[int, str]:
+def want_value(item: str, p: Mapping[str, Any]) -> tuple[int, str]:
     """(minimum in rlimit units, limits.conf spelling)."""
-    m = p.get("min", DEFAULT_MIN[item])
+    m = p.get("min")
+    if m is None:
+        m = DEFAULT_MIN[item]
     if m == "unlimited":
         return lp.RLIM_INFINITY, "unlimited"
     return (int(m) * 1024 if item in lp.KIB_ITEMS else int(m)), str(m)
@@ -689,7 +691,7 @@ def run_effective(ctx: CheckContext) -> Iterator[Result]:
     p = ctx.params
     item, side = p["item"], p["type"]
     idx = 0 if side == "soft" else 1
-    want, want_txt = _want(item, p)
+    want, want_txt = want_value(item, p)
     exp = f">= {lp.fmt(want, item)}" if want != lp.RLIM_INFINITY else "unlimited"
     user, acc, early = training_user(ctx)
     if early is not None:

@@ -37,8 +37,8 @@ UNIT_DROPIN = "/etc/systemd/system/slurmd.service.d/zz-aiaudit-limits.conf"
 PARAMS_SCHEMA: dict[str, Any] = {
     "type": "object", "additionalProperties": False,
     "properties": {
-        "nofile_min": {**lc._MIN, "default": 65536},
-        "memlock_min": {**lc._MIN, "default": "unlimited",
+        "nofile_min": {**lc.MIN_SCHEMA, "default": 65536},
+        "memlock_min": {**lc.MIN_SCHEMA, "default": "unlimited",
                         "description": "KiB as in limits.conf, or 'unlimited'"},
     },
 }
@@ -83,7 +83,7 @@ def installed(host: Host) -> bool:
 def slurmd_limits(host: Host) -> lc.Start:
     """slurmd's own limits: the running process live, else its unit."""
     if host.live:
-        pid = lc._proc_of(host, "slurmd")
+        pid = lc.proc_of(host, "slurmd")
         if pid:
             path = f"/proc/{pid}/limits"
             try:
@@ -120,7 +120,7 @@ def run(ctx: CheckContext) -> Iterator[Result]:
     daemon = slurmd_limits(host)
     shell = _submit_shell(ctx)
     for n, item in enumerate(lc.ITEM_KEYS):
-        want, want_txt = lc._want(item, {"min": ctx.params.get(f"{item}_min")})
+        want, want_txt = lc.want_value(item, {"min": ctx.params.get(f"{item}_min")})
         d_soft, d_hard = daemon.values[item]
         d_ev = daemon.evidence[min(n, len(daemon.evidence) - 1)]
         ev = [d_ev, *prop_ev]
