@@ -94,8 +94,9 @@ def accounts(host: Host) -> Accounts:
     return host.memo(("limits-accounts",), load)
 
 
-def subject_for(acc: Accounts, user: pw.Account) -> lp.Subject:
-    """A pam_limits subject whose group tests say "unknown" where NSS may add members."""
+def subject_for(acc: Accounts, user: pw.Account, assume: bool | None = None) -> lp.Subject:
+    """A pam_limits subject whose group tests say "unknown" (``None``) where NSS may add
+    members the files do not show; ``assume`` replaces that unknown with a guess."""
     db = acc.db
     remote = bool(acc.remote_group)
 
@@ -103,7 +104,7 @@ def subject_for(acc: Accounts, user: pw.Account) -> lp.Subject:
         if g is not None and (user.gid == g.gid or user.name in g.members
                               or g.gid in db.supplementary_gids(user)):
             return True
-        return None if remote else False
+        return assume if remote else False
 
     return lp.Subject(user.name, user.uid, user.gid,
                       in_group=lambda name: check(db.group(name)),
@@ -566,8 +567,11 @@ def _effective(host: Host, acc: Accounts, user: pw.Account, service: str) -> Eff
                 soft = min(soft, FD_SETSIZE)  # Debian: soft nofile from PID 1 capped at 1024
             sides[item] = (lp.Side(soft, rank), lp.Side(hard, rank))
         files, file_notes = limits_files(host, build, call.conf)
-        dec = lp.decide(files, who, sides, lp.Variant(debian_root=build.debian,
-                                                      nr_open=_nr_open(host, build, start)))
+        variant = lp.Variant(debian_root=build.debian, nr_open=_nr_open(host, build, start))
+        dec = lp.decide(files, who, sides, variant)
+        if dec.uncertain and _same(dec, [lp.decide(files, subject_for(acc, user, guess), sides,
+                                                   variant) for guess in (False, True)]):
+            dec.uncertain = []  # membership unknown, but it cannot change the outcome
         if dec.uncertain:
             eff.status = "unknown"
             eff.message = ("group membership cannot be decided from the files (groups also "
@@ -614,6 +618,20 @@ def _effective(host: Host, acc: Accounts, user: pw.Account, service: str) -> Eff
     eff.values, eff.deciders = values, deciders
     eff.message = f"pam_limits: {build.note}" + "".join(f"; {n}" for n in notes) + "."
     return eff
+
+
+def _same(dec: lp.Decision, guesses: list[lp.Decision]) -> bool:
+    """True if every guess about unknown memberships gives the same outcome; ``dec`` then
+    takes it."""
+    def key(d: lp.Decision) -> tuple:
+        return d.status, {i: (s.value, h.value) for i, (s, h) in d.limits.items()}
+
+    if any(key(g) != key(guesses[0]) for g in guesses[1:]):
+        return False
+    g = guesses[0]
+    dec.status, dec.reason, dec.nolimits_line = g.status, g.reason, g.nolimits_line
+    dec.limits, dec.ignored = g.limits, g.ignored
+    return True
 
 
 def _nr_open(host: Host, build: PamBuild, start: Start) -> int | None:

@@ -186,6 +186,12 @@ def test_nss_group_membership_is_unknown(make_root) -> None:
                                     "/etc/security/limits.conf": "@hpc - nofile 1048576\n"})
     r = one(run_check("limits.effective", rt, NOFILE_SOFT, user="alice"))
     assert r.status is Status.ERROR and "@hpc" in r.message
+    # an unknown membership that cannot change the outcome does not block the verdict
+    rt = root(make_root, DEBIAN, **{"/etc/nsswitch.conf": "group: files sss\n",
+                                    "/etc/security/limits.conf": "alice - nofile 1048576\n"
+                                                                 "@hpc - nofile 4096\n"})
+    r = one(run_check("limits.effective", rt, NOFILE_SOFT, user="alice"))
+    assert r.status is Status.PASS and r.actual == "1048576", r.message
 
 
 def test_dangling_limits_d_link_refuses_logins(make_root) -> None:
