@@ -394,7 +394,7 @@ def pid1_limits(host: Host) -> Start:
                 return Start(vals, (Evidence.runtime("/proc/1/limits"),), "PID 1's limits")
         except (HostError, ParseError):
             pass
-    if any(host.exists(p) for p in ("/lib/systemd/systemd", "/usr/lib/systemd/systemd")):
+    if _has_systemd(host):
         return Start(dict(PID1_SYSTEMD), (Evidence.default(
             "PID 1's limits (offline: systemd raises its own to nofile 1073741816, memlock "
             "64 MiB)"),), "PID 1's limits (offline: systemd's own)")
@@ -567,7 +567,9 @@ def _effective(host: Host, acc: Accounts, user: pw.Account, service: str) -> Eff
                 soft = min(soft, FD_SETSIZE)  # Debian: soft nofile from PID 1 capped at 1024
             sides[item] = (lp.Side(soft, rank), lp.Side(hard, rank))
         files, file_notes = limits_files(host, build, call.conf)
-        variant = lp.Variant(debian_root=build.debian, nr_open=_nr_open(host, build, start))
+        nr_open = kernel_nr_open(host)
+        variant = lp.Variant(debian_root=build.debian,
+                             nr_open=nr_open if build.nr_open else None)
         dec = lp.decide(files, who, sides, variant)
         if dec.uncertain and _same(dec, [lp.decide(files, subject_for(acc, user, guess), sides,
                                                    variant) for guess in (False, True)]):
@@ -604,6 +606,25 @@ def _effective(host: Host, acc: Accounts, user: pw.Account, service: str) -> Eff
         notes += file_notes
         for n, item in enumerate(ITEM_KEYS):
             soft, hard = dec.limits.get(item, sides[item])
+            if item == "nofile" and hard.value > nr_open:
+                # setrlimit(RLIMIT_NOFILE) above fs.nr_open fails with EPERM
+                # (kernel/sys.c do_prlimit): upstream pam_limits then returns
+                # PAM_PERM_DENIED; Debian's patch 032 ignores it and the process keeps the
+                # nofile limit it had (checked with the real module).
+                src = hard.line.where if hard.line else "the starting value"
+                if not build.debian:
+                    eff.status = "refused"
+                    eff.message = (f"nofile {lp.fmt(hard.value)} (from {src}) is above "
+                                   f"fs.nr_open {nr_open}: setrlimit fails and pam_limits at "
+                                   f"{where} denies the session")
+                    if hard.line:
+                        eff.evidence.append(Evidence.file(hard.line.file, hard.line.line,
+                                                          hard.line.raw))
+                    return eff
+                notes.append(f"nofile {lp.fmt(hard.value)} (from {src}) is above fs.nr_open "
+                             f"{nr_open}: the kernel refuses it and Debian's pam_limits "
+                             f"ignores that, so nofile stays {what}")
+                continue
             values[item] = (soft.value, hard.value)
             deciders[item] = (_side_ev(soft, start, n), _side_ev(hard, start, n))
         unset = [i for i in ITEM_KEYS
@@ -634,17 +655,19 @@ def _same(dec: lp.Decision, guesses: list[lp.Decision]) -> bool:
     return True
 
 
-def _nr_open(host: Host, build: PamBuild, start: Start) -> int | None:
-    """What unlimited nofile becomes: fs.nr_open (live), systemd's or the kernel's default
-    offline; ``None`` for PAM < 1.5.2 (RLIM_INFINITY, which the kernel refuses)."""
-    if not build.nr_open:
-        return None
+def kernel_nr_open(host: Host) -> int:
+    """``fs.nr_open``: live from /proc; offline what systemd as PID 1 sets it to, else the
+    kernel default 1048576."""
     if host.live:
         try:
             return int(host.read_text("/proc/sys/fs/nr_open").strip())
         except (HostError, ValueError):
             pass
-    return SYSTEMD_NR_OPEN if "systemd" in start.what else 1048576
+    return SYSTEMD_NR_OPEN if _has_systemd(host) else 1048576
+
+
+def _has_systemd(host: Host) -> bool:
+    return any(host.exists(p) for p in ("/lib/systemd/systemd", "/usr/lib/systemd/systemd"))
 
 
 # ------------------------------------------------------------------ the checks

@@ -317,3 +317,15 @@ def test_missing_include_breaks_the_stack(make_root) -> None:
     assert s.status is Status.FAIL and "common-gone" in s.message
     r = one(run_check("limits.effective", rt, NOFILE_SOFT, user="alice"))
     assert r.status is Status.FAIL and r.actual == "login refused"
+
+
+def test_nofile_above_nr_open(make_root) -> None:
+    conf = {"/etc/security/limits.conf": "alice - nofile 2000000\n"}
+    base = {k: v for k, v in DEBIAN.items() if k != "/lib/systemd/systemd"}  # nr_open 1048576
+    r = one(run_check("limits.effective", make_root({**base, **conf}), NOFILE_SOFT,
+                      user="alice"))
+    # Debian ignores the EPERM: nofile stays what sshd had (systemd's default 1024:524288)
+    assert r.status is Status.FAIL and r.actual == "1024" and "fs.nr_open" in r.message
+    r = one(run_check("limits.effective", make_root({**ROCKY, **conf}), NOFILE_SOFT,
+                      user="alice"))
+    assert r.status is Status.FAIL and r.actual == "login refused", r.message
