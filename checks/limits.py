@@ -282,9 +282,30 @@ def _include_path(host: Host, name: str) -> str | None:
 
 
 def sshd_use_pam(host: Host) -> tuple[bool | None, Evidence | None]:
-    """A simple reading of ``UsePAM`` (first value wins, following ``Include`` globs one
-    level); ``None`` when sshd_config is absent.  The full sshd parser lives in
-    :mod:`aiaudit.parsers.sshd` (built in parallel) and should replace this."""
+    """Does sshd run PAM?  ``None`` when sshd_config is absent.
+
+    Uses the full sshd_config model (``aiaudit.checks.sshd.effective_setting``, what
+    ``sshd -T`` prints) when that check is installed, else a simple reading: first value
+    wins, ``Include`` globs followed, lines under ``Match`` ignored (``UsePAM`` is not
+    allowed there), compiled-in default ``no``."""
+    try:
+        from aiaudit.checks.sshd import effective_setting  # type: ignore[attr-defined]
+    except ImportError:
+        effective_setting = None
+    if effective_setting is not None:
+        try:
+            s = effective_setting(host, "UsePAM")
+        except Exception:  # another check's failure must not break this one
+            s = None
+        if s is not None and s.value is not None:
+            d = s.directive
+            ev = (Evidence.file(d.file, d.line, d.raw) if d is not None else
+                  Evidence.default("sshd compiled-in default UsePAM", s.value))
+            return s.value.lower() == "yes", ev
+    return _simple_use_pam(host)
+
+
+def _simple_use_pam(host: Host) -> tuple[bool | None, Evidence | None]:
     path = "/etc/ssh/sshd_config"
     text = host.try_read_text(path)
     if text is None:

@@ -329,3 +329,28 @@ def test_nofile_above_nr_open(make_root) -> None:
     r = one(run_check("limits.effective", make_root({**ROCKY, **conf}), NOFILE_SOFT,
                       user="alice"))
     assert r.status is Status.FAIL and r.actual == "login refused", r.message
+
+
+def test_use_pam_from_the_sshd_model_when_installed(make_root, monkeypatch) -> None:
+    import sys
+    import types
+    from dataclasses import dataclass
+
+    @dataclass
+    class Directive:
+        file: str
+        line: int
+        raw: str
+
+    @dataclass
+    class Setting:
+        value: str
+        directive: Directive | None
+
+    fake = types.ModuleType("aiaudit.checks.sshd")
+    fake.effective_setting = lambda host, kw: Setting(
+        "no", Directive("/etc/ssh/sshd_config.d/50-x.conf", 3, "UsePAM no"))
+    monkeypatch.setitem(sys.modules, "aiaudit.checks.sshd", fake)
+    s = one(run_check("limits.pam_stack", make_root(DEBIAN)))
+    assert s.status is Status.FAIL
+    assert s.evidence[0].source == "etc/ssh/sshd_config.d/50-x.conf:3"
