@@ -107,6 +107,15 @@ def main() -> int:
         return 2
     cases = json.load(sys.stdin)
     tmp = tempfile.mkdtemp(prefix="pam-oracle-")
+    try:
+        return _run(cases, tmp)
+    finally:
+        for dst in ("/etc/security", "/etc/pam.d", "/etc/passwd", "/etc/group"):
+            subprocess.run(["umount", dst], capture_output=True)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _run(cases: list[dict], tmp: str) -> int:
     sec, pamd = os.path.join(tmp, "security"), os.path.join(tmp, "pam.d")
     os.mkdir(sec)
     os.mkdir(pamd)
