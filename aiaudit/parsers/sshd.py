@@ -28,6 +28,7 @@ passes the Host's, which re-root paths under the scanned root).
 
 from __future__ import annotations
 
+import fnmatch
 import ipaddress
 import re
 from dataclasses import dataclass, field
@@ -381,6 +382,25 @@ def choice_value(kw: Keyword, arg: str) -> str | None:
         if spelling.lower() == low:
             return canon
     return None
+
+
+def include_pattern(arg: str) -> str:
+    """The glob sshd expands for an ``Include`` argument (relative = under ``/etc/ssh``)."""
+    return arg if arg[:1] in ("/", "~") else f"{SSHDIR}/{arg}"
+
+
+def glob_matches(pattern: str, path: str) -> bool:
+    """True if ``glob(3)`` (no flags) would return ``path`` for ``pattern``, as far as names
+    go: component by component, a wildcard does not match a leading dot."""
+    pp, cp = pattern.split("/"), path.split("/")
+    if len(pp) != len(cp):
+        return False
+    for pat, name in zip(pp, cp, strict=True):
+        if name.startswith(".") and not pat.startswith(".") and any(c in pat for c in "*?["):
+            return False
+        if not fnmatch.fnmatchcase(name, pat):
+            return False
+    return True
 
 
 # --------------------------------------------------------------------- model
@@ -738,8 +758,8 @@ class SshdConfig:
 
     def __init__(self, main: str, read: Reader, glob: Globber) -> None:
         self.main = main
-        self._read = read
-        self._glob = glob
+        self.reader = read
+        self.globber = glob
         self._lexed: dict[str, list[_Line]] = {}
         self._globs: dict[str, tuple[str, ...]] = {}
         self.files: list[str] = []
@@ -754,7 +774,7 @@ class SshdConfig:
     def _lines(self, path: str) -> list[_Line]:
         if path not in self._lexed:
             try:
-                text = self._read(path)
+                text = self.reader(path)
             except ParseError:
                 raise
             except Exception as exc:  # the callback's error: sshd exits (fopen failed)
@@ -766,7 +786,7 @@ class SshdConfig:
     def _expand(self, pattern: str, path: str, n: int) -> tuple[str, ...]:
         if pattern not in self._globs:
             try:
-                found = tuple(self._glob(pattern))
+                found = tuple(self.globber(pattern))
             except Exception as exc:
                 raise _err(f'include "{pattern}" glob failed: {exc}', path, n) from None
             self._globs[pattern] = found
@@ -813,7 +833,7 @@ class SshdConfig:
                     for arg in ln.args:
                         if arg == "":
                             raise _err("Include empty filename", path, ln.lineno)
-                        pat = arg if arg[0] in "/~" else f"{SSHDIR}/{arg}"
+                        pat = include_pattern(arg)
                         files = self._expand(pat, path, ln.lineno) if pat[0] == "/" else ()
                         if record:
                             self.includes.append(IncludeLine(
@@ -896,7 +916,7 @@ class SshdConfig:
 
         ``conn`` ``None`` = no connection criteria (what ``sshd -T`` prints: only
         ``Match all`` blocks apply); a :class:`Connection`; or a predicate on
-        :class:`MatchBlock` (e.g. ``lambda b: b is blk`` for "a connection that matches
+        :class:`MatchBlock` (e.g. ``lambda b: b == blk`` for "a connection that matches
         exactly this block").
         """
         self.check()

@@ -24,6 +24,8 @@ from aiaudit.errors import ParseError
 from aiaudit.parsers import sshd as sp
 from tests.parsers.sshd_corpus import CONNECTIONS, Case, Gen
 
+pytestmark = pytest.mark.oracle
+
 SSHD = "/usr/sbin/sshd"
 CORPUS_SIZE = int(os.environ.get("AIAUDIT_SSHD_CORPUS", "400"))
 
