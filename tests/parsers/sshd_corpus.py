@@ -8,8 +8,28 @@ Absolute ``Include`` paths point into the base directory; "relative" includes cl
 
 from __future__ import annotations
 
+import os
 import random
 from dataclasses import dataclass, field
+
+import pytest
+
+SSHD = "/usr/sbin/sshd"
+
+
+def require_sshd() -> None:
+    """Skip (fail under CI) unless the real sshd can run ``-T`` here: installed, as root,
+    with its privilege-separation directory (created like the ssh unit does)."""
+    why = ""
+    if not os.path.exists(SSHD):
+        why = "openssh-server (sshd) is not installed"
+    elif os.geteuid() != 0:
+        why = "sshd -T needs root (host keys, /run/sshd)"
+    if why:
+        if os.environ.get("CI"):
+            pytest.fail(why)
+        pytest.skip(why)
+    os.makedirs("/run/sshd", mode=0o755, exist_ok=True)
 
 # (keyword, valid values, invalid values)
 SCALARS: list[tuple[str, list[str], list[str]]] = [

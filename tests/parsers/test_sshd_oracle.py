@@ -22,11 +22,10 @@ import pytest
 
 from aiaudit.errors import ParseError
 from aiaudit.parsers import sshd as sp
-from tests.parsers.sshd_corpus import CONNECTIONS, Case, Gen
+from tests.parsers.sshd_corpus import CONNECTIONS, SSHD, Case, Gen, require_sshd
 
 pytestmark = pytest.mark.oracle
 
-SSHD = "/usr/sbin/sshd"
 CORPUS_SIZE = int(os.environ.get("AIAUDIT_SSHD_CORPUS", "400"))
 
 COMPARED = [
@@ -43,24 +42,10 @@ COMPARED = [
 LISTS = {"port", "acceptenv", "allowusers", "denyusers", "allowgroups", "denygroups"}
 
 
-def _need_sshd() -> None:
-    why = ""
-    if not os.path.exists(SSHD):
-        why = "openssh-server (sshd) is not installed"
-    elif os.geteuid() != 0:
-        why = "sshd -T needs root (host keys, /run/sshd)"
-    if why:
-        if os.environ.get("CI"):
-            pytest.fail(why)
-        pytest.skip(why)
-    # sshd -T refuses to run without its privilege separation directory
-    os.makedirs("/run/sshd", mode=0o755, exist_ok=True)
-
-
 @pytest.fixture(scope="module")
 def hostkey(tmp_path_factory: pytest.TempPathFactory) -> str:
     """A throw-away ed25519 host key for ``sshd -h``."""
-    _need_sshd()
+    require_sshd()
     d = tmp_path_factory.mktemp("hostkey")
     key = d / "hk"
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)],
