@@ -92,8 +92,14 @@ def load_config(host: Host) -> Loaded:
                 return Loaded(None, err)
             return Loaded(None, skip="openssh-server is not installed in the scanned root "
                                      f"(no {sp.MAIN_CONFIG})")
+        def read(path: str) -> str:
+            # sshd fopen()s what the glob found: a link to /dev/null reads as empty
+            if host.is_masked(path):
+                return ""
+            return host.read_text(path)
+
         try:
-            return Loaded(sp.load(host.read_text, host.glob))
+            return Loaded(sp.load(read, host.glob))
         except ParseError as exc:
             return Loaded(None, exc)
 

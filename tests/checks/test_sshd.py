@@ -197,3 +197,17 @@ def test_live_matches_sshd_T() -> None:
         rs = run_check(CHECK, "/", {"keyword": key, "op": "eq", "value": printed[key.lower()],
                                     "match_blocks": False}, live=True)
         assert [r.status for r in rs] == [Status.PASS], (key, rs[0].message)
+
+
+def test_dropin_linked_to_dev_null_reads_as_empty(make_root) -> None:
+    root = make_root({MAIN: DEBIAN_TOP + "PasswordAuthentication no\n"},
+                     links={"/etc/ssh/sshd_config.d/50-cloud-init.conf": "/dev/null"})
+    [r] = opt(root, "PasswordAuthentication", "eq", "no")
+    assert r.status is Status.PASS
+
+
+def test_fifo_in_dropin_dir_is_an_error_not_a_hang(make_root) -> None:
+    root = make_root({MAIN: DEBIAN_TOP}, dirs=("/etc/ssh/sshd_config.d",))
+    os.mkfifo(root / "etc/ssh/sshd_config.d/x.conf")
+    [r] = opt(root, "PasswordAuthentication", "eq", "no")
+    assert r.status is Status.ERROR and "x.conf" in r.message

@@ -266,3 +266,34 @@ def test_corpus_is_reproducible(tmp_path: Path) -> None:
 def test_hostkey_fixture_works(hostkey: str) -> None:
     """The host key exists (guards the fixture the oracle tests depend on)."""
     assert Path(hostkey).is_file()
+
+
+def test_every_printed_keyword_is_known(hostkey: str, tmp_path: Path) -> None:
+    """Every keyword ``sshd -T`` prints is in the table (no false "unknown keyword")."""
+    f = tmp_path / "empty.conf"
+    f.write_text("\n")
+    rc, out, err = sshd_T(str(f), hostkey)
+    assert rc == 0, err
+    assert sorted(k for k in out if k not in sp.KEYWORDS) == []
+
+
+def test_aliases_set_their_option(hostkey: str, tmp_path: Path) -> None:
+    """Each alias in the table sets the option the table names (and the first spelling
+    wins either way round)."""
+    f = tmp_path / "alias.conf"
+    checked = 0
+    for kw in sp.KEYWORD_LIST:
+        if not kw.option or kw.vtype != "choice":
+            continue
+        target = sp.OPTIONS[kw.opt]
+        dflt = target.default
+        other = next(c for _s, c in kw.choices if c != dflt)
+        for text in (f"{kw.name} {other}\n{target.name} {dflt}\n",
+                     f"{target.name} {dflt}\n{kw.name} {other}\n"):
+            f.write_text(text)
+            rc, out, err = sshd_T(str(f), hostkey)
+            assert rc == 0, err
+            ours_v = sp.load(_read, _glob, str(f)).value(target.name).value
+            assert out[target.name.lower()] == [ours_v], (kw.name, text)
+            checked += 1
+    assert checked >= 8
