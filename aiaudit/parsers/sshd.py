@@ -456,7 +456,8 @@ class Setting:
     entries: tuple[Directive, ...] = ()
     """For accumulating options: every line that added to the list."""
     values: tuple[str, ...] = ()
-    """For accumulating options: the resulting list."""
+    """For accumulating options the resulting list; for others the deciding line's
+    arguments (a list keyword such as ``SetEnv`` keeps its whole first line)."""
 
     @property
     def is_default(self) -> bool:
@@ -977,7 +978,7 @@ class Effective:
             return Setting(canon.name, " ".join(vals), entries=tuple(lines), values=vals)
         if not lines:
             return Setting(canon.name, canon.default)
-        return Setting(canon.name, lines[0].value, lines[0])
+        return Setting(canon.name, lines[0].value, lines[0], values=lines[0].args)
 
     def __getitem__(self, keyword: str) -> str | None:
         return self.get(keyword).value

@@ -69,6 +69,8 @@ SCALARS: list[tuple[str, list[str], list[str]]] = [
     ("TCPKeepAlive", ["yes", "no"], ["x"]),
     ("KeepAlive", ["yes", "no"], ["x"]),
     ("X11UseLocalhost", ["yes", "no"], ["x"]),
+    ("ForceCommand", ["/usr/bin/true", "internal-sftp -d /srv", "none"], []),
+    ("SetEnv", ["A=1", "A=1 B=2"], ["A"]),
 ]
 ACCUM: list[tuple[str, list[str]]] = [
     ("Port", ["22", "2222", "ssh", "8022"]),
@@ -85,6 +87,7 @@ MATCH_OK = {"PermitRootLogin", "PasswordAuthentication", "KbdInteractiveAuthenti
             "GatewayPorts", "LogLevel", "IgnoreRhosts", "PermitTunnel", "HostbasedAuthentication",
             "PermitTTY", "DisableForwarding", "Banner", "ChrootDirectory",
             "AuthenticationMethods", "AuthorizedKeysFile", "X11UseLocalhost", "AcceptEnv",
+            "ForceCommand", "SetEnv",
             "AllowUsers", "DenyUsers", "AllowGroups", "DenyGroups"}
 CRITERIA = [
     "User root", "User nobody", "User !root,*", "User !root", "User r*t", "User ROOT",
@@ -216,6 +219,13 @@ class Gen:
                 main = [*body, inc]
         else:
             main = self.block(r.randint(1, 8))
+        if r.random() < 0.3:
+            # Subsystem: global only; in 9.2 a second definition of a name is fatal
+            name = r.choice(["sftp", "sftp", "x"])
+            main.insert(r.randrange(len(main) + 1),
+                        self.line("Subsystem", f"{name} /usr/lib/openssh/sftp-server -l INFO"))
+            if r.random() < 0.1:
+                main.insert(0, "Subsystem sftp internal-sftp")
         if r.random() < 0.1:
             main.append(f"Include {self.base}/none-*.conf")  # no match: nothing
         if r.random() < 0.08:
