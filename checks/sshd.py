@@ -30,6 +30,7 @@ from aiaudit.compare import OPS, describe, holds
 from aiaudit.errors import ParseError
 from aiaudit.host import Host
 from aiaudit.packages import dpkg_version
+from aiaudit.parsers import dpkg
 from aiaudit.parsers import sshd as sp
 
 DROPIN = "/etc/ssh/sshd_config.d/00-aiaudit.conf"
@@ -120,6 +121,20 @@ def effective_setting(host: Host, keyword: str) -> sp.Setting | None:
 
 
 # ------------------------------------------------------------------ helpers
+def version_note(host: Host) -> str:
+    """A caveat when the scanned root's OpenSSH predates the semantics modelled here
+    (OpenSSH 8.7 merged ChallengeResponseAuthentication into KbdInteractiveAuthentication
+    and changed its default; the parser follows 9.x)."""
+    full = dpkg_version(host, "openssh-server")
+    if full is None:
+        return ""
+    up = dpkg.upstream_version(full)
+    if dpkg.version_tuple(up) >= (8, 7):
+        return ""
+    return (f" Note: openssh-server {up} is older than 8.7; this result follows OpenSSH 9.x "
+            "semantics (ChallengeResponseAuthentication was a separate option before 8.7).")
+
+
 def _where(d: sp.Directive) -> str:
     return f"{d.file.lstrip('/')}:{d.line}"
 
@@ -207,6 +222,9 @@ def remediation(cfg: sp.SshdConfig, setting: sp.Setting, line: str,
 
 
 def _why_dropin_loses(cfg: sp.SshdConfig, d: sp.Directive | None) -> str:
+    if d is not None and d.block is not None:
+        return (f"{_where(d)} is inside `Match {d.block.text}`, which overrides global "
+                "values")
     incs = [i for i in cfg.includes if i.block is None and any(
         sp.glob_matches(sp.include_pattern(p), DROPIN) for p in i.patterns)]
     if not incs:
@@ -267,6 +285,7 @@ def run_option(ctx: CheckContext) -> Iterator[Result]:
         yield _error(loaded.error, name)
         return
     cfg = loaded.config
+    note = version_note(ctx.host)
     op = str(p["op"])
     want = normalise_param(kw, p["value"])
     want_txt = describe(op, want)
@@ -293,7 +312,7 @@ def run_option(ctx: CheckContext) -> Iterator[Result]:
             msg = f"{name} is {s.value} ({where})"
             if block is not None:
                 msg = f"for connections matching this block {msg}"
-            yield Result(Status.PASS, subject, msg, expected=want_txt, actual=s.value,
+            yield Result(Status.PASS, subject, msg + note, expected=want_txt, actual=s.value,
                          aspect=Aspect.CONFIG, evidence=_evidence(s))
             continue
         if block is None:
@@ -311,7 +330,7 @@ def run_option(ctx: CheckContext) -> Iterator[Result]:
             rem = Remediation(f"Change {where} to {target} or remove it: a matching Match "
                               "block overrides every global value, so a drop-in cannot fix "
                               "it.", (Snippet.command(RELOAD, "check and reload sshd"),))
-        yield Result(Status.FAIL, subject, msg, expected=want_txt, actual=s.value,
+        yield Result(Status.FAIL, subject, msg + note, expected=want_txt, actual=s.value,
                      aspect=Aspect.CONFIG, evidence=_evidence(s), remediation=rem)
 
 
@@ -341,6 +360,7 @@ def run_kbd(ctx: CheckContext) -> Iterator[Result]:
         yield _error(loaded.error, subject)
         return
     cfg = loaded.config
+    note = version_note(ctx.host)
     allow_2fa = bool(ctx.params.get("allow_second_factor", True))
     try:
         pam = cfg.value("UsePAM")
@@ -359,18 +379,18 @@ def run_kbd(ctx: CheckContext) -> Iterator[Result]:
         ev = (*_evidence(s), *_evidence(pam))
         if s.value == "no":
             yield Result(Status.PASS, name, f"keyboard-interactive authentication is off "
-                         f"({s.source})", expected=want, actual="no", aspect=Aspect.CONFIG,
+                         f"({s.source}){note}", expected=want, actual="no", aspect=Aspect.CONFIG,
                          evidence=ev)
             continue
         if pam.value != "yes":
             yield Result(Status.PASS, name, f"KbdInteractiveAuthentication is yes ({s.source})"
                          f" but UsePAM is {pam.value} ({pam.source}): no PAM conversation "
-                         "can ask for a password", expected=want, actual="yes",
+                         f"can ask for a password{note}", expected=want, actual="yes",
                          aspect=Aspect.CONFIG, evidence=ev)
             continue
         if allow_2fa and methods.value and _second_factor_only(methods.value):
             yield Result(Status.PASS, name, "keyboard-interactive is only a further factor "
-                         f"(AuthenticationMethods {methods.value}, {methods.source})",
+                         f"(AuthenticationMethods {methods.value}, {methods.source}){note}",
                          expected=want, actual="yes", aspect=Aspect.CONFIG,
                          evidence=(*ev, *_evidence(methods)))
             continue
@@ -383,7 +403,7 @@ def run_kbd(ctx: CheckContext) -> Iterator[Result]:
             msg = f"connections matching this block: {msg}"
             rem = Remediation(f"Change {s.source} to `{subject} no`: a matching Match block "
                               "overrides global values.", (Snippet.command(RELOAD),))
-        yield Result(Status.FAIL, name, msg, expected=want, actual="yes",
+        yield Result(Status.FAIL, name, msg + note, expected=want, actual="yes",
                      aspect=Aspect.CONFIG, evidence=ev, remediation=rem)
 
 

@@ -211,3 +211,19 @@ def test_fifo_in_dropin_dir_is_an_error_not_a_hang(make_root) -> None:
     os.mkfifo(root / "etc/ssh/sshd_config.d/x.conf")
     [r] = opt(root, "PasswordAuthentication", "eq", "no")
     assert r.status is Status.ERROR and "x.conf" in r.message
+
+
+def test_value_from_match_all_is_global_and_blocks_the_dropin(make_root) -> None:
+    root = make_root({MAIN: DEBIAN_TOP + "Match all\n  MaxAuthTries 8\n"})
+    [r] = opt(root, "MaxAuthTries", "le", 4)
+    assert r.subject == "MaxAuthTries" and r.actual == "8"
+    assert "inside `Match all`" in r.remediation.summary
+    assert all(s.kind != "file" for s in r.remediation.snippets)
+
+
+def test_old_openssh_gets_a_note(make_root) -> None:
+    status = ("Package: openssh-server\nStatus: install ok installed\nArchitecture: amd64\n"
+              "Version: 1:8.2p1-4ubuntu0.11\n\n")
+    root = make_root({MAIN: "PasswordAuthentication no\n", "/var/lib/dpkg/status": status})
+    [r] = opt(root, "PasswordAuthentication", "eq", "no")
+    assert r.status is Status.PASS and "older than 8.7" in r.message
