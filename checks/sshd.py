@@ -246,13 +246,12 @@ def _block_matcher(block: sp.MatchBlock) -> Callable[[sp.MatchBlock], bool]:
 def evaluate(cfg: sp.SshdConfig, keyword: str, match_blocks: bool
              ) -> Iterator[tuple[sp.MatchBlock | None, sp.Setting | ParseError]]:
     """The global setting, then (optionally) the setting for a connection matching each
-    Match block that sets the keyword (only blocks whose value differs from the global
-    one or that decide it)."""
+    Match block (other than ``Match all``) whose own lines decide the keyword."""
     yield None, cfg.value(keyword)
     if not match_blocks:
         return
     opt = sp.KEYWORDS[keyword.lower()].opt
-    for block in cfg.blocks:
+    for block in dict.fromkeys(cfg.blocks):  # a file included twice repeats its blocks
         if block.is_all:
             continue
         try:

@@ -492,11 +492,12 @@ class Connection:
 
 @dataclass(frozen=True)
 class IncludeLine:
-    """An ``Include`` line and the files it expanded to."""
+    """One argument of an ``Include`` line and the files it expanded to."""
 
     file: str
     line: int
     patterns: tuple[str, ...]
+    """The argument as written (one per record)."""
     files: tuple[str, ...]
     block: MatchBlock | None
 
@@ -838,7 +839,7 @@ class SshdConfig:
                         files = self._expand(pat, path, ln.lineno) if pat[0] == "/" else ()
                         if record:
                             self.includes.append(IncludeLine(
-                                path, ln.lineno, tuple(ln.args), files,
+                                path, ln.lineno, (arg,), files,
                                 state["block"]))  # type: ignore[arg-type]
                         oactive, oblock = state["active"], state["block"]
                         sub = (_MATCH_ONLY if flags & _MATCH_ONLY

@@ -227,3 +227,12 @@ def test_old_openssh_gets_a_note(make_root) -> None:
     root = make_root({MAIN: "PasswordAuthentication no\n", "/var/lib/dpkg/status": status})
     [r] = opt(root, "PasswordAuthentication", "eq", "no")
     assert r.status is Status.PASS and "older than 8.7" in r.message
+
+
+def test_block_in_file_included_twice_is_reported_once(make_root) -> None:
+    root = make_root({MAIN: "Include /etc/ssh/m.conf\nInclude /etc/ssh/m.conf\n",
+                      "/etc/ssh/m.conf": "Match User alice\n  X11Forwarding yes\n"})
+    res = opt(root, "X11Forwarding", "eq", "no")
+    assert [(r.subject, r.status) for r in res] == [
+        ("X11Forwarding", Status.PASS),
+        ("Match User alice (etc/ssh/m.conf:1)", Status.FAIL)]
