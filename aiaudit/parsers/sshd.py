@@ -31,6 +31,7 @@ from __future__ import annotations
 import fnmatch
 import ipaddress
 import re
+import socket
 from dataclasses import dataclass, field
 from typing import Callable, Iterator, Mapping, Sequence
 
@@ -643,37 +644,61 @@ def match_pattern_list(s: str, patterns: str, dolower: bool = False) -> int:
     return got
 
 
-def _cidr(entry: str) -> ipaddress.IPv4Network | ipaddress.IPv6Network | bool | None:
-    """A network for a CIDR/address entry; ``None`` if not an address (wildcard text);
-    ``False`` if it is an address with host bits set (``inconsistent mask length``)."""
-    try:
-        return ipaddress.ip_network(entry, strict=True)
-    except ValueError:
+def addr_pton(text: str) -> tuple[int, int] | None:
+    """``addrmatch.c addr_pton`` (``getaddrinfo`` with ``AI_NUMERICHOST``): (bits, value)
+    of a numeric address.  IPv4 takes the ``inet_aton`` forms (``10.1`` is 10.0.0.1,
+    ``010.0.0.1`` is octal) as glibc does."""
+    if ":" not in text:
         try:
-            ipaddress.ip_network(entry, strict=False)
-        except ValueError:
+            return 32, int.from_bytes(socket.inet_aton(text), "big")
+        except (OSError, ValueError):
             return None
-        return False
+    try:
+        return 128, int(ipaddress.IPv6Address(text))
+    except ValueError:
+        return None
+
+
+def addr_pton_cidr(entry: str) -> tuple[int, int, int] | int:
+    """``addrmatch.c addr_pton_cidr``: (bits, network, mask length); -1 when the entry is
+    not an address (it is then matched as a wildcard string); -2 when it is an address
+    with a mask too long for its family or host bits set (invalid)."""
+    addr, slash, mask = entry.partition("/")
+    masklen = None
+    if slash:
+        if not (mask.isascii() and mask.isdigit()) or int(mask) > 128:
+            return -1
+        masklen = int(mask)
+    parsed = addr_pton(addr)
+    if parsed is None:
+        return -1
+    bits, value = parsed
+    if masklen is None:
+        masklen = bits
+    if masklen > bits:
+        return -2
+    if value & ((1 << (bits - masklen)) - 1):
+        return -2
+    return bits, value, masklen
 
 
 def addr_match_list(addr: str | None, patterns: str) -> int:
     """``addrmatch.c addr_match_list``: 1 match, 0 none, -1 negated match, -2 invalid."""
     ret = 0
-    try:
-        ip = ipaddress.ip_address(addr) if addr is not None else None
-    except ValueError:
-        ip = None
+    ip = addr_pton(addr) if addr is not None else None
     for entry in patterns.split(","):
         neg = entry.startswith("!")
         if neg:
             entry = entry[1:]
         if entry == "":
             return -2
-        net = _cidr(entry)
-        if net is False:
+        net = addr_pton_cidr(entry)
+        if net == -2:
             return -2
-        if net is not None:
-            found = ip is not None and ip.version == net.version and ip in net  # type: ignore
+        if isinstance(net, tuple):
+            bits, value, masklen = net
+            shift = bits - masklen
+            found = ip is not None and ip[0] == bits and ip[1] >> shift == value >> shift
         else:
             found = addr is not None and match_pattern(addr, entry)
         if found:

@@ -13,7 +13,6 @@ import glob as globmod
 import grp
 import os
 import pwd
-import shutil
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -270,12 +269,6 @@ def test_corpus_is_reproducible(tmp_path: Path) -> None:
     assert a.files == b.files
 
 
-@pytest.mark.skipif(shutil.which("ssh-keygen") is None, reason="no ssh-keygen")
-def test_hostkey_fixture_works(hostkey: str) -> None:
-    """The host key exists (guards the fixture the oracle tests depend on)."""
-    assert Path(hostkey).is_file()
-
-
 def test_every_printed_keyword_is_known(hostkey: str, tmp_path: Path) -> None:
     """Every keyword ``sshd -T`` prints is in the table (no false "unknown keyword")."""
     f = tmp_path / "empty.conf"
@@ -305,3 +298,48 @@ def test_aliases_set_their_option(hostkey: str, tmp_path: Path) -> None:
             assert out[target.name.lower()] == [ours_v], (kw.name, text)
             checked += 1
     assert checked >= 8
+
+
+EDGE_SYNTAX = [
+    b"PasswordAuthentication no\r\nX11Forwarding yes\r\n", b"Match=User root\nX11Forwarding yes\n",
+    b'"PasswordAuthentication"=no\n', b'PasswordAuthentication ""\n', b'AllowUsers ""\n',
+    b"PasswordAuthentication\tno\r\n", b"Port 0\n", b"Port 65535\n", b"Port 65536\n",
+    b"Port +22\n", b"Port\t=\t2222\n", b"MaxAuthTries 0x10\n", b"MaxAuthTries 010\n",
+    b"MaxAuthTries  -0\n", b"MaxSessions 2147483648\n", b"LoginGraceTime 1h1h\n",
+    b"LoginGraceTime 1H30\n", b"ClientAliveInterval 3551w\n", b"ClientAliveInterval 2147483647\n",
+    b"ForceCommand   internal-sftp  -u 002 \n", b'AuthorizedKeysFile "a b" c\n',
+    b"PasswordAuthentication no\\ \n", b"PasswordAuthentication 'no'\n",
+    b"PasswordAuthentication n'o'\n", b"PasswordAuthentication =no\n",
+    b"PasswordAuthentication ==no\n", b"PasswordAuthentication no\x0c\n",
+    b"Match User root #comment\nX11Forwarding yes\n", b"Match all # x\nX11Forwarding yes\n",
+    b"Match all User root\n", b"Match User\tr*\n X11Forwarding yes\n",
+    b"Match user root group root\n X11Forwarding yes\n", b"Match LocalPort 22\n Banner /b\n",
+    b"PermitRootLogin Without-Password\n", b"LogLevel debug1\n", b"SyslogFacility local7\n",
+    b"AcceptEnv A=B\n", b"SetEnv A\n", b"AuthenticationMethods publickey,password:pam\n",
+    b"KbdInteractiveAuthentication no\nAuthenticationMethods keyboard-interactive\n",
+    b"AuthorizedKeysCommand /bin/x\n", b"Subsystem sftp\n", b"Banner a b\n",
+    b"Include\n", b'Include ""\n', b"Include /nonexistent/*.conf /also/none\n",
+    b"Match User x\nUseLogin no\n", b"Match User x\nRSAAuthentication no\n",
+    b"Port 22\nPort 22\n", b"Subsystem sftp /a\nSubsystem sftp /b\n",
+    *(f"Match Address {a}\n X11Forwarding yes\n".encode() for a in (
+        "10.0.0.x/8", "::1/129", "10.0.0.0/-1", "10.0.0.0/08", "010.0.0.1", "10.1",
+        "10.0.0.1/32", "::ffff:10.0.0.1", "0x0a.0.0.1", "10.0.0.0/33", "10.0.0.1/8",
+        "!10.0.0.1", "10.0.0.2,!10.0.0.1,10.0.0.0/8", "10.0.0.?", "[::1]")),
+]
+"""Lexing, number, time, CIDR and structure edge cases (found while comparing with sshd)."""
+
+
+@pytest.mark.parametrize("text", EDGE_SYNTAX, ids=[repr(t)[2:40] for t in EDGE_SYNTAX])
+def test_edge_syntax_against_sshd(hostkey: str, tmp_path: Path, text: bytes) -> None:
+    """Same verdict and same values as ``sshd -T -C addr=10.0.0.1,user=root,lport=22``."""
+    f = tmp_path / "edge.conf"
+    f.write_bytes(text)
+    spec = {"user": "root", "addr": "10.0.0.1", "lport": "22"}
+    rc, out, err = sshd_T(str(f), hostkey, spec)
+    try:
+        got = ours(sp.load(_read, _glob, str(f)).effective(connection(spec)))
+    except ParseError as exc:
+        assert rc != 0, f"sshd accepts, parser: {exc}"
+        return
+    assert rc == 0, f"sshd refuses ({err.strip()}), parser accepts"
+    assert got == normalise_sshd(out)
