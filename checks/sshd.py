@@ -94,8 +94,9 @@ def load_config(host: Host) -> Loaded:
             return Loaded(None, skip="openssh-server is not installed in the scanned root "
                                      f"(no {sp.MAIN_CONFIG})")
         def read(path: str) -> str:
-            # sshd fopen()s what the glob found: a link to /dev/null reads as empty
-            if host.is_masked(path):
+            # sshd fopen()s what the glob found: a link to /dev/null or a directory reads
+            # as empty (observed with 9.2), a dangling link is fatal (NotFound below)
+            if host.is_masked(path) or host.is_dir(path):
                 return ""
             return host.read_text(path)
 

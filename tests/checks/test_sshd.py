@@ -236,3 +236,17 @@ def test_block_in_file_included_twice_is_reported_once(make_root) -> None:
     assert [(r.subject, r.status) for r in res] == [
         ("X11Forwarding", Status.PASS),
         ("Match User alice (etc/ssh/m.conf:1)", Status.FAIL)]
+
+
+def test_include_of_a_directory_reads_as_empty(make_root) -> None:
+    root = make_root({MAIN: "Include /etc/ssh/sshd_config.d\nX11Forwarding no\n"},
+                     dirs=("/etc/ssh/sshd_config.d",))
+    [r] = opt(root, "X11Forwarding", "eq", "no")
+    assert r.status is Status.PASS
+
+
+def test_dangling_dropin_link_is_an_error(make_root) -> None:
+    root = make_root({MAIN: DEBIAN_TOP},
+                     links={"/etc/ssh/sshd_config.d/10-gone.conf": "/etc/ssh/nowhere.conf"})
+    [r] = opt(root, "X11Forwarding", "eq", "no")
+    assert r.status is Status.ERROR and "10-gone.conf" in r.message

@@ -102,6 +102,8 @@ def ours(eff: sp.Effective) -> dict[str, list[str]]:
 
 
 def _read(path: str) -> str:
+    if os.path.isdir(path):
+        return ""  # as the check's Host reader: sshd reads a directory as empty
     with open(path, encoding="utf-8") as f:
         return f.read()
 
@@ -343,3 +345,23 @@ def test_edge_syntax_against_sshd(hostkey: str, tmp_path: Path, text: bytes) -> 
         return
     assert rc == 0, f"sshd refuses ({err.strip()}), parser accepts"
     assert got == normalise_sshd(out)
+
+
+def test_include_of_directory_and_dangling_link(hostkey: str, tmp_path: Path) -> None:
+    """An Include naming a directory reads as empty; a dangling link found by a glob is
+    fatal (sshd exits) -- the parser (with the check's reading rules) agrees."""
+    d = tmp_path / "dd"
+    d.mkdir()
+    ok = tmp_path / "dir.conf"
+    ok.write_text(f"Include {d}\nPasswordAuthentication no\n")
+    rc, out, err = sshd_T(str(ok), hostkey)
+    assert rc == 0, err
+    assert sp.load(_read, _glob, str(ok)).value("PasswordAuthentication").value == \
+        out["passwordauthentication"][0] == "no"
+    (d / "broken.conf").symlink_to(tmp_path / "missing")
+    bad = tmp_path / "dangling.conf"
+    bad.write_text(f"Include {d}/*.conf\n")
+    rc, _out, _err = sshd_T(str(bad), hostkey)
+    assert rc != 0
+    with pytest.raises(ParseError):
+        sp.load(_read, _glob, str(bad))
