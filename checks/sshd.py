@@ -149,13 +149,16 @@ def _evidence(s: sp.Setting) -> tuple[Evidence, ...]:
                              s.value if s.value is not None else "unset"),)
 
 
-def _error(exc: ParseError, subject: str = "sshd_config") -> Result:
+def _error(exc: ParseError, subject: str = "sshd_config",
+           what: str = "sshd would refuse this configuration") -> Result:
     ev: tuple[Evidence, ...] = ()
     if exc.source:
         ev = (Evidence.file(exc.source, exc.line),)
-    return Result(Status.ERROR, subject,
-                  f"sshd would refuse this configuration: {exc}", aspect=Aspect.CONFIG,
-                  evidence=ev)
+    return Result(Status.ERROR, subject, f"{what}: {exc}", aspect=Aspect.CONFIG, evidence=ev)
+
+
+_BLOCK_ERROR = "sshd would drop connections matching this block (re-reading the " \
+    "configuration for them fails)"
 
 
 def normalise_param(kw: sp.Keyword, value: Any) -> Any:
@@ -303,20 +306,21 @@ def run_option(ctx: CheckContext) -> Iterator[Result]:
     for block, s in results:
         subject = name if block is None else block.label
         if isinstance(s, ParseError):
-            yield _error(s, subject)
+            yield _error(s, subject, _BLOCK_ERROR)
             continue
         if block is None:
             global_value = s.value
         where = s.source
+        shown = s.value if s.value is not None else "unset"
         if ok(s):
-            msg = f"{name} is {s.value} ({where})"
+            msg = f"{name} is {shown} ({where})"
             if block is not None:
                 msg = f"for connections matching this block {msg}"
             yield Result(Status.PASS, subject, msg + note, expected=want_txt, actual=s.value,
                          aspect=Aspect.CONFIG, evidence=_evidence(s))
             continue
         if block is None:
-            msg = f"{name} is {s.value} ({where}); expected {want_txt}"
+            msg = f"{name} is {shown} ({where}); expected {want_txt}"
             if fix_value is not None:
                 rem = remediation(cfg, s, f"{name} {fix_value}", ok)
             else:
@@ -324,7 +328,7 @@ def run_option(ctx: CheckContext) -> Iterator[Result]:
                                   f"sshd reads wins; now decided by {where}).",
                                   (Snippet.command(RELOAD),))
         else:
-            msg = (f"connections matching this block get {name} {s.value} ({where}) "
+            msg = (f"connections matching this block get {name} {shown} ({where}) "
                    f"whatever the global value (now {global_value}); expected {want_txt}")
             target = f"`{name} {fix_value}`" if fix_value is not None else want_txt
             rem = Remediation(f"Change {where} to {target} or remove it: a matching Match "
@@ -372,7 +376,7 @@ def run_kbd(ctx: CheckContext) -> Iterator[Result]:
     for block, s in items:
         name = subject if block is None else block.label
         if isinstance(s, ParseError):
-            yield _error(s, name)
+            yield _error(s, name, _BLOCK_ERROR)
             continue
         matcher = None if block is None else _block_matcher(block)
         methods = cfg.value("AuthenticationMethods", matcher)

@@ -250,3 +250,22 @@ def test_dangling_dropin_link_is_an_error(make_root) -> None:
                      links={"/etc/ssh/sshd_config.d/10-gone.conf": "/etc/ssh/nowhere.conf"})
     [r] = opt(root, "X11Forwarding", "eq", "no")
     assert r.status is Status.ERROR and "10-gone.conf" in r.message
+
+
+def test_block_that_breaks_reparse_is_an_error_for_that_block(make_root) -> None:
+    # "any" after an earlier AuthenticationMethods of the same pass: fatal for connections
+    # matching the block (sshd -T -C user=alice exits 255), fine at start-up
+    root = make_root({MAIN: "PasswordAuthentication no\nMatch User alice\n"
+                            "  PasswordAuthentication yes\n"
+                            "  AuthenticationMethods publickey\n  AuthenticationMethods any\n"})
+    res = by_subject(opt(root, "PasswordAuthentication", "eq", "no"))
+    assert res["PasswordAuthentication"].status is Status.PASS
+    blk = res["Match User alice (etc/ssh/sshd_config:2)"]
+    assert blk.status is Status.ERROR and "drop connections" in blk.message
+    assert blk.evidence[0].source == "etc/ssh/sshd_config:5"
+
+
+def test_unset_option_reads_unset(make_root) -> None:
+    root = make_root({MAIN: "Port 22\n"})
+    [r] = opt(root, "RDomain", "eq", "x")
+    assert r.status is Status.FAIL and "RDomain is unset" in r.message
