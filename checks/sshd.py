@@ -1,0 +1,443 @@
+"""SSH daemon hardening: the effective ``sshd_config`` as sshd computes it.
+
+``ssh.sshd_option`` compares any keyword's effective value with an expectation;
+``ssh.sshd_kbdinteractive`` decides keyboard-interactive authentication together with
+``UsePAM`` (with PAM it is password authentication under another name).  Both read the
+configuration through :mod:`aiaudit.parsers.sshd` (first value wins, ``Include`` re-rooted
+under the scanned root, ``Match`` blocks, compiled-in defaults), report the global value
+(what ``sshd -T`` prints) and, separately, each ``Match`` block that sets the keyword, since
+a matching block overrides the global value for the connections it matches.
+A configuration sshd would refuse is an error result naming file and line, not a guess.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Sequence
+
+from aiaudit.api import (
+    Aspect,
+    CheckContext,
+    CheckSpec,
+    Evidence,
+    Remediation,
+    Result,
+    Snippet,
+    Status,
+    hookimpl,
+)
+from aiaudit.compare import OPS, describe, holds
+from aiaudit.errors import ParseError
+from aiaudit.host import Host
+from aiaudit.packages import dpkg_version
+from aiaudit.parsers import dpkg
+from aiaudit.parsers import sshd as sp
+
+DROPIN = "/etc/ssh/sshd_config.d/00-aiaudit.conf"
+"""Remediation drop-in.  sshd keeps the *first* value it reads and Debian's main file
+includes ``sshd_config.d/*.conf`` on its first line, so a name that sorts first wins."""
+RELOAD = "sshd -t && systemctl reload ssh"
+"""Validate, then make the running daemon re-read its configuration (Debian's unit is
+``ssh.service``; ``sshd.service`` is an alias)."""
+
+_VALUE = {"type": ["integer", "string"]}
+
+OPTION_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["keyword", "op", "value"],
+    "properties": {
+        "keyword": {"type": "string", "minLength": 1, "pattern": "^[A-Za-z0-9]+$",
+                    "description": "sshd_config keyword (any case; aliases allowed)"},
+        "op": {"enum": list(OPS)},
+        "value": {"oneOf": [_VALUE, {"type": "array", "items": _VALUE, "minItems": 1}],
+                  "description": "expected value(s); yes/no and times as sshd accepts them"},
+        "fix": {"type": ["integer", "string"],
+                "description": "value the remediation proposes (default: derived from op)"},
+        "match_blocks": {"type": "boolean", "default": True,
+                         "description": "also report each Match block that sets the keyword"},
+    },
+}
+
+KBD_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "allow_second_factor": {
+            "type": "boolean", "default": True,
+            "description": "pass when AuthenticationMethods only allows keyboard-interactive "
+                           "after another method (e.g. publickey,keyboard-interactive MFA)"},
+    },
+}
+
+
+# ------------------------------------------------------------------ loading
+@dataclass(frozen=True)
+class Loaded:
+    """The scanned root's sshd configuration, or why there is none."""
+
+    config: sp.SshdConfig | None
+    error: ParseError | None = None
+    skip: str | None = None
+
+
+def load_config(host: Host) -> Loaded:
+    """Parse ``/etc/ssh/sshd_config`` and its includes once per run (through the Host, so
+    ``Include`` paths are re-rooted under the scanned root)."""
+
+    def factory() -> Loaded:
+        if not host.lstat_exists(sp.MAIN_CONFIG):
+            if dpkg_version(host, "openssh-server"):
+                err = ParseError("openssh-server is installed but the file is missing: sshd "
+                                 "will not start", source=sp.MAIN_CONFIG)
+                return Loaded(None, err)
+            return Loaded(None, skip="openssh-server is not installed in the scanned root "
+                                     f"(no {sp.MAIN_CONFIG})")
+        def read(path: str) -> str:
+            # sshd fopen()s what the glob found: a link to /dev/null or a directory reads
+            # as empty (observed with 9.2), a dangling link is fatal (NotFound below)
+            if host.is_masked(path) or host.is_dir(path):
+                return ""
+            return host.read_text(path)
+
+        try:
+            return Loaded(sp.load(read, host.glob))
+        except ParseError as exc:
+            return Loaded(None, exc)
+
+    return host.memo(("sshd-config",), factory)
+
+
+def effective_setting(host: Host, keyword: str) -> sp.Setting | None:
+    """Effective value of any sshd keyword on the scanned host (what ``sshd -T`` prints),
+    or ``None`` when sshd is absent or its configuration is invalid.  For other checks
+    (e.g. ``UsePAM`` for the PAM session stack)."""
+    loaded = load_config(host)
+    if loaded.config is None:
+        return None
+    try:
+        return loaded.config.value(keyword)
+    except ParseError:
+        return None
+
+
+# ------------------------------------------------------------------ helpers
+def version_note(host: Host) -> str:
+    """A caveat when the scanned root's OpenSSH predates the semantics modelled here
+    (OpenSSH 8.7 merged ChallengeResponseAuthentication into KbdInteractiveAuthentication
+    and changed its default; the parser follows 9.x)."""
+    full = dpkg_version(host, "openssh-server")
+    if full is None:
+        return ""
+    up = dpkg.upstream_version(full)
+    if dpkg.version_tuple(up) >= (8, 7):
+        return ""
+    return (f" Note: openssh-server {up} is older than 8.7; this result follows OpenSSH 9.x "
+            "semantics (ChallengeResponseAuthentication was a separate option before 8.7).")
+
+
+def _where(d: sp.Directive) -> str:
+    return f"{d.file.lstrip('/')}:{d.line}"
+
+
+def _evidence(s: sp.Setting) -> tuple[Evidence, ...]:
+    if s.directive is not None:
+        return (Evidence.file(s.directive.file, s.directive.line, s.directive.raw),)
+    if s.entries:
+        return tuple(Evidence.file(d.file, d.line, d.raw) for d in s.entries)
+    return (Evidence.default(f"compiled-in default of {s.option} (OpenSSH)",
+                             s.value if s.value is not None else "unset"),)
+
+
+def _error(exc: ParseError, subject: str = "sshd_config",
+           what: str = "sshd would refuse this configuration") -> Result:
+    ev: tuple[Evidence, ...] = ()
+    if exc.source:
+        ev = (Evidence.file(exc.source, exc.line),)
+    return Result(Status.ERROR, subject, f"{what}: {exc}", aspect=Aspect.CONFIG, evidence=ev)
+
+
+_BLOCK_ERROR = "sshd would drop connections matching this block (re-reading the " \
+    "configuration for them fails)"
+
+
+def normalise_param(kw: sp.Keyword, value: Any) -> Any:
+    """A rule's expected value in the parser's canonical form (``No`` → ``no``,
+    ``without-password`` → ``prohibit-password``, ``1m`` → ``60``)."""
+    if isinstance(value, list):
+        return [normalise_param(kw, v) for v in value]
+    text = str(value)
+    if kw.vtype == "choice":
+        return sp.choice_value(kw, text) or text
+    if kw.vtype == "time" and sp.convtime(text) >= 0:
+        return sp.convtime(text)
+    return value
+
+
+def suggest(op: str, value: Any) -> str | None:
+    """A value that satisfies ``op value`` (``None``: no single value to propose)."""
+    if op in ("eq", "le", "ge"):
+        return str(value)
+    if op == "in":
+        return str(value[0] if isinstance(value, list) else value)
+    if op in ("lt", "gt") and isinstance(value, int):
+        return str(value - 1 if op == "lt" else value + 1)
+    return None
+
+
+def _with_dropin(cfg: sp.SshdConfig, text: str) -> sp.SshdConfig:
+    """The configuration as sshd would read it with :data:`DROPIN` added."""
+    real_read, real_glob = cfg.reader, cfg.globber
+
+    def read(path: str) -> str:
+        return text if path == DROPIN else real_read(path)
+
+    def glob(pattern: str) -> Sequence[str]:
+        found = list(real_glob(pattern))
+        if DROPIN not in found and sp.glob_matches(pattern, DROPIN):
+            found = sorted([*found, DROPIN], key=lambda p: p.encode())
+        return found
+
+    return sp.load(read, glob, cfg.main)
+
+
+def remediation(cfg: sp.SshdConfig, setting: sp.Setting, line: str,
+                ok: Callable[[sp.Setting], bool]) -> Remediation:
+    """Fix for a failing global value: the drop-in when sshd would let it win (checked by
+    re-evaluating the configuration with it), else the line to edit and why."""
+    d = setting.directive or (setting.entries[0] if setting.entries else None)
+    reload = Snippet.command(RELOAD, "check the configuration and reload sshd")
+    try:
+        fixed = _with_dropin(cfg, line + "\n").value(setting.option)
+        wins = ok(fixed)
+    except ParseError:
+        wins = False
+    if wins:
+        also = f" (it then overrides {_where(d)})" if d is not None else ""
+        return Remediation(
+            f"Add `{line}` in {DROPIN}{also}; sshd keeps the first value it reads, and the "
+            "main file includes sshd_config.d/*.conf before its own lines.",
+            (Snippet.file(DROPIN, line + "\n", f"set {setting.option} (first value wins)"),
+             reload))
+    why = _why_dropin_loses(cfg, d)
+    target = f"change {_where(d)} to `{line}`" if d is not None else f"add `{line}` to " \
+        f"{sp.MAIN_CONFIG} before any Match block"
+    return Remediation(f"A drop-in would not take effect ({why}): {target}.", (reload,))
+
+
+def _why_dropin_loses(cfg: sp.SshdConfig, d: sp.Directive | None) -> str:
+    if d is not None and d.block is not None:
+        return (f"{_where(d)} is inside `Match {d.block.text}`, which overrides global "
+                "values")
+    incs = [i for i in cfg.includes if i.block is None and any(
+        sp.glob_matches(sp.include_pattern(p), DROPIN) for p in i.patterns)]
+    if not incs:
+        return f"{sp.MAIN_CONFIG} has no Include of /etc/ssh/sshd_config.d/*.conf"
+    if d is not None and d.file == cfg.main and not d.include_chain:
+        inc = incs[0]
+        if inc.file == cfg.main and inc.line > d.line:
+            return (f"the Include at {inc.file.lstrip('/')}:{inc.line} comes after the "
+                    f"deciding line {_where(d)}")
+    if d is not None:
+        return f"{_where(d)} is read before it"
+    return "another file read earlier decides"
+
+
+def _block_matcher(block: sp.MatchBlock) -> Callable[[sp.MatchBlock], bool]:
+    return lambda b: b == block
+
+
+def evaluate(cfg: sp.SshdConfig, keyword: str, match_blocks: bool
+             ) -> Iterator[tuple[sp.MatchBlock | None, sp.Setting | ParseError]]:
+    """The global setting, then (optionally) the setting for a connection matching each
+    Match block (other than ``Match all``) whose own lines decide the keyword."""
+    yield None, cfg.value(keyword)
+    if not match_blocks:
+        return
+    opt = sp.KEYWORDS[keyword.lower()].opt
+    for block in dict.fromkeys(cfg.blocks):  # a file included twice repeats its blocks
+        if block.is_all:
+            continue
+        try:
+            s = cfg.value(keyword, _block_matcher(block))
+        except ParseError as exc:
+            yield block, exc
+            continue
+        d = s.directive or (s.entries[0] if s.entries else None)
+        if d is not None and d.block is not None and not d.block.is_all \
+                and d.keyword.opt == opt:
+            yield block, s
+
+
+# ------------------------------------------------------------------ ssh.sshd_option
+def run_option(ctx: CheckContext) -> Iterator[Result]:
+    """Compare one keyword's effective value (global and per Match block)."""
+    p = ctx.params
+    kw = sp.KEYWORDS.get(str(p["keyword"]).lower())
+    if kw is None or kw.cls == sp.SPECIAL:
+        yield Result(Status.ERROR, str(p["keyword"]),
+                     f"{p['keyword']!r} is not an sshd_config keyword this check can evaluate")
+        return
+    name = sp.OPTIONS[kw.opt].name
+    loaded = load_config(ctx.host)
+    if loaded.skip:
+        yield Result(Status.SKIP, name, loaded.skip)
+        return
+    if loaded.config is None:
+        assert loaded.error is not None
+        yield _error(loaded.error, name)
+        return
+    cfg = loaded.config
+    note = version_note(ctx.host)
+    op = str(p["op"])
+    want = normalise_param(kw, p["value"])
+    want_txt = describe(op, want)
+
+    def ok(s: sp.Setting) -> bool:
+        return s.value is not None and holds(s.value, op, want)
+
+    fix_value = str(p["fix"]) if "fix" in p else suggest(op, want)
+    try:
+        results = list(evaluate(cfg, name, bool(p.get("match_blocks", True))))
+    except ParseError as exc:
+        yield _error(exc, name)
+        return
+    global_value = None
+    for block, s in results:
+        subject = name if block is None else block.label
+        if isinstance(s, ParseError):
+            yield _error(s, subject, _BLOCK_ERROR)
+            continue
+        if block is None:
+            global_value = s.value
+        where = s.source
+        shown = s.value if s.value is not None else "unset"
+        if ok(s):
+            msg = f"{name} is {shown} ({where})"
+            if block is not None:
+                msg = f"for connections matching this block {msg}"
+            yield Result(Status.PASS, subject, msg + note, expected=want_txt, actual=s.value,
+                         aspect=Aspect.CONFIG, evidence=_evidence(s))
+            continue
+        if block is None:
+            msg = f"{name} is {shown} ({where}); expected {want_txt}"
+            if fix_value is not None:
+                rem = remediation(cfg, s, f"{name} {fix_value}", ok)
+            else:
+                rem = Remediation(f"Set {name} so that it is {want_txt} (the first value "
+                                  f"sshd reads wins; now decided by {where}).",
+                                  (Snippet.command(RELOAD),))
+        else:
+            msg = (f"connections matching this block get {name} {shown} ({where}) "
+                   f"whatever the global value (now {global_value}); expected {want_txt}")
+            target = f"`{name} {fix_value}`" if fix_value is not None else want_txt
+            rem = Remediation(f"Change {where} to {target} or remove it: a matching Match "
+                              "block overrides every global value, so a drop-in cannot fix "
+                              "it.", (Snippet.command(RELOAD, "check and reload sshd"),))
+        yield Result(Status.FAIL, subject, msg + note, expected=want_txt, actual=s.value,
+                     aspect=Aspect.CONFIG, evidence=_evidence(s), remediation=rem)
+
+
+# ------------------------------------------------------------------ ssh.sshd_kbdinteractive
+def _second_factor_only(methods: str) -> bool:
+    """True if every AuthenticationMethods list that offers keyboard-interactive also needs
+    a method other than passwords (``publickey,keyboard-interactive``)."""
+    if methods in ("any", ""):
+        return False
+    for lst in methods.split():
+        names = {m.split(":", 1)[0] for m in lst.split(",")}
+        if "keyboard-interactive" in names and names <= {"keyboard-interactive", "password"}:
+            return False
+    return True
+
+
+def run_kbd(ctx: CheckContext) -> Iterator[Result]:
+    """Keyboard-interactive authentication is off, or harmless (no PAM, or only a second
+    factor after a key)."""
+    subject = "KbdInteractiveAuthentication"
+    loaded = load_config(ctx.host)
+    if loaded.skip:
+        yield Result(Status.SKIP, subject, loaded.skip)
+        return
+    if loaded.config is None:
+        assert loaded.error is not None
+        yield _error(loaded.error, subject)
+        return
+    cfg = loaded.config
+    note = version_note(ctx.host)
+    allow_2fa = bool(ctx.params.get("allow_second_factor", True))
+    try:
+        pam = cfg.value("UsePAM")
+        items = list(evaluate(cfg, subject, True))
+    except ParseError as exc:
+        yield _error(exc, subject)
+        return
+    want = "no (or UsePAM no)"
+    for block, s in items:
+        name = subject if block is None else block.label
+        if isinstance(s, ParseError):
+            yield _error(s, name, _BLOCK_ERROR)
+            continue
+        matcher = None if block is None else _block_matcher(block)
+        methods = cfg.value("AuthenticationMethods", matcher)
+        ev = (*_evidence(s), *_evidence(pam))
+        if s.value == "no":
+            yield Result(Status.PASS, name, f"keyboard-interactive authentication is off "
+                         f"({s.source}){note}", expected=want, actual="no", aspect=Aspect.CONFIG,
+                         evidence=ev)
+            continue
+        if pam.value != "yes":
+            yield Result(Status.PASS, name, f"KbdInteractiveAuthentication is yes ({s.source})"
+                         f" but UsePAM is {pam.value} ({pam.source}): no PAM conversation "
+                         f"can ask for a password{note}", expected=want, actual="yes",
+                         aspect=Aspect.CONFIG, evidence=ev)
+            continue
+        if allow_2fa and methods.value and _second_factor_only(methods.value):
+            yield Result(Status.PASS, name, "keyboard-interactive is only a further factor "
+                         f"(AuthenticationMethods {methods.value}, {methods.source}){note}",
+                         expected=want, actual="yes", aspect=Aspect.CONFIG,
+                         evidence=(*ev, *_evidence(methods)))
+            continue
+        msg = (f"KbdInteractiveAuthentication is yes ({s.source}) with UsePAM yes "
+               f"({pam.source}): PAM asks for the password over keyboard-interactive, so "
+               "password logins work even with PasswordAuthentication no")
+        if block is None:
+            rem = remediation(cfg, s, f"{subject} no", lambda x: x.value == "no")
+        else:
+            msg = f"connections matching this block: {msg}"
+            rem = Remediation(f"Change {s.source} to `{subject} no`: a matching Match block "
+                              "overrides global values.", (Snippet.command(RELOAD),))
+        yield Result(Status.FAIL, name, msg + note, expected=want, actual="yes",
+                     aspect=Aspect.CONFIG, evidence=ev, remediation=rem)
+
+
+@hookimpl
+def aiaudit_register_checks() -> list[CheckSpec]:
+    """Register the sshd checks."""
+    return [
+        CheckSpec(
+            id="ssh.sshd_option",
+            title="An sshd_config keyword has the expected effective value",
+            run=run_option,
+            params_schema=OPTION_SCHEMA,
+            description=(
+                "Computes the effective sshd configuration as OpenSSH does: "
+                "/etc/ssh/sshd_config and its Includes (globs in byte order, relative to "
+                "/etc/ssh, re-rooted under --root), the first value read wins, accumulating "
+                "keywords, aliases, compiled-in defaults.  Reports the global value (what "
+                "`sshd -T` prints) and each Match block that sets the keyword.  A "
+                "configuration sshd would refuse is an error naming file:line."),
+        ),
+        CheckSpec(
+            id="ssh.sshd_kbdinteractive",
+            title="Keyboard-interactive authentication cannot be used for passwords",
+            run=run_kbd,
+            params_schema=KBD_SCHEMA,
+            description=(
+                "With UsePAM yes, keyboard-interactive authentication runs the PAM auth "
+                "stack, which asks for the password (sshd_config(5) UsePAM): a password "
+                "login path even when PasswordAuthentication is no.  Passes when it is off, "
+                "when UsePAM is no, or (optionally) when AuthenticationMethods only allows "
+                "it after another method."),
+        ),
+    ]
