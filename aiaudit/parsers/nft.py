@@ -636,7 +636,13 @@ class _Parser:
                 vals, neg, i = values(i + 1)
                 conds.append(Cond("family", tuple(vals), neg, text=text))
             elif v in _PROTO_OF and nxt:
-                if nxt == "dport":
+                if nxt == "dport" and i + 3 < len(w) and w[i + 2].value in _CMP \
+                        and w[i + 3].value.isdigit():
+                    n = int(w[i + 3].value)
+                    conds.append(Cond("dport", _PROTO_OF[v], False,
+                                      (_CMP[w[i + 2].value](n),), text))
+                    i += 4
+                elif nxt == "dport":
                     vals, neg, i = values(i + 2)
                     if vals == ["@"]:
                         conds.append(Cond("dport", _PROTO_OF[v], neg, None, text))
@@ -673,6 +679,11 @@ class _Parser:
                     i += 1
         return Rule(tuple(conds), verdict, target, at.file, at.line, text)
 
+
+_CMP = {"<": lambda n: (0, n - 1), "lt": lambda n: (0, n - 1), "<=": lambda n: (0, n),
+        "le": lambda n: (0, n), ">": lambda n: (n + 1, 65535), "gt": lambda n: (n + 1, 65535),
+        ">=": lambda n: (n, 65535), "ge": lambda n: (n, 65535)}
+"""Port comparisons (``tcp dport < 1024``) as ranges."""
 
 _VERDICTS_T = ("accept", "drop", "reject", "return", "jump", "goto", "queue", "continue",
                "counter", "log", "comment")
