@@ -73,11 +73,6 @@ class FirewallState:
         return [m.name for m in self.mechanisms if m.active]
 
 
-def _has_xt(rs: nf.Ruleset, fam: str, table: str) -> bool:
-    return any(c.text.startswith('{"xt"') for (f, t, _n), ch in rs.chains.items()
-               if f == fam and t == table for r in ch.rules for c in r.conds)
-
-
 def load_running(host: Host) -> FirewallState:
     """The ruleset the kernel enforces now (commands; live scan of / only)."""
     st = FirewallState(nf.Ruleset())
@@ -118,7 +113,7 @@ def load_running(host: Host) -> FirewallState:
         # iptables-save (nft backend) for those tables instead.
         for cmd, fam in (("iptables-save", 4), ("ip6tables-save", 6)):
             famname = "ip" if fam == 4 else "ip6"
-            tables = {t for (f, t, _n) in rs.chains if f == famname and _has_xt(rs, f, t)}
+            tables = {t for (f, t) in rs.xt_tables if f == famname}
             if not tables:
                 continue
             got = _run_save(host, cmd, fam, st)
@@ -306,7 +301,7 @@ def _load_firewalld(host: Host, st: FirewallState, rs: nf.Ruleset) -> None:
         return
     try:
         zone = fwd.parse_zone(host.read_text(zpath), zone_name, zpath)
-        services: dict[str, tuple[str, list[tuple[str, str]]] | None] = {}
+        services: dict[str, tuple[str, fwd.Service] | None] = {}
         for e in zone.services:
             sname = e.attrs["name"]
             spath = _first(host, f"{sname}.xml", _FWD_SERVICES)

@@ -92,17 +92,31 @@ def parse_zone(text: str, name: str, source: str) -> Zone:
     return z
 
 
-def parse_service(text: str, source: str) -> list[tuple[str, str]]:
-    """(protocol, port) pairs a service definition opens (``port`` may be a range)."""
+@dataclass(frozen=True)
+class Service:
+    """A service definition: ports and an optional destination restriction."""
+
+    ports: tuple[tuple[str, str], ...]
+    """(protocol, port) pairs; ``port`` may be a range ``a-b``."""
+    destinations: dict[str, str] = field(default_factory=dict)
+    """``<destination ipv4=... ipv6=...>``: the service applies only to these addresses
+    (and only to the families named)."""
+
+
+def parse_service(text: str, source: str) -> Service:
+    """A service XML file."""
     els = _elements(text, source)
     if not els or els[0].tag != "service":
         raise ParseError("root element is not <service>", source=source)
-    return [(e.attrs.get("protocol", "tcp"), e.attrs["port"]) for e in els[1:]
-            if e.tag == "port" and "port" in e.attrs]
+    dest: dict[str, str] = {}
+    for e in els[1:]:
+        if e.tag == "destination":
+            dest.update({k: v for k, v in e.attrs.items() if k in ("ipv4", "ipv6")})
+    return Service(tuple((e.attrs.get("protocol", "tcp"), e.attrs["port"]) for e in els[1:]
+                         if e.tag == "port" and "port" in e.attrs), dest)
 
 
-def to_ruleset(zone: Zone, services: dict[str, tuple[str, list[tuple[str, str]]] | None]
-               ) -> Ruleset:
+def to_ruleset(zone: Zone, services: dict[str, tuple[str, Service] | None]) -> Ruleset:
     """The input chain of ``zone``: established and loopback accepted, then its services
     and ports, rich rules (unknown), then the target.  ``services`` maps a service name to
     (definition file, ports), ``None`` for a service with no definition found."""
@@ -122,11 +136,17 @@ def to_ruleset(zone: Zone, services: dict[str, tuple[str, list[tuple[str, str]]]
             chain.rules.append(Rule((Cond("unknown", text=text),), "accept", None,
                                     zone.source, e.line, text + " (definition not found)"))
             continue
-        for proto, port in svc[1]:
+        dest = svc[1].destinations
+        extra: tuple[Cond, ...] = ()
+        if dest:
+            fams = tuple(f"ipv{k[-1]}" for k in dest)
+            extra = (Cond("family", fams, text=text), Cond("daddr", tuple(dest.values()),
+                                                           text=text))
+        for proto, port in svc[1].ports:
             protos = (proto,) if proto in ("tcp", "udp", "sctp", "dccp") else ()
             chain.rules.append(Rule((Cond("dport", protos, False, port_ranges(
-                port.replace("-", ":")), text),), "accept", None, zone.source, e.line,
-                f"{text} -> {port}/{proto}"))
+                port.replace("-", ":")), text), *extra), "accept", None, zone.source,
+                e.line, f"{text} -> {port}/{proto} ({svc[0]})"))
     for e in zone.ports:
         proto, port = e.attrs.get("protocol", "tcp"), e.attrs["port"]
         text = f'<port port="{port}" protocol="{proto}"/>'

@@ -100,6 +100,8 @@ class Ruleset:
 
     chains: dict[tuple[str, str, str], Chain] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    xt_tables: set[tuple[str, str]] = field(default_factory=set)
+    """(family, table) of iptables-nft tables with ``xt`` expressions nft cannot show."""
 
     def add(self, chain: Chain) -> Chain:
         """Add ``chain`` or return the existing one of the same key (rules then append)."""
@@ -181,6 +183,17 @@ def _is_loopback(addr: str) -> bool:
     return net.is_loopback
 
 
+def _link_local(addr: str) -> bool:
+    """Link-local or multicast only: not reachable from a routed network."""
+    import ipaddress
+
+    try:
+        net = ipaddress.ip_network(addr.strip('"'), strict=False)
+    except ValueError:
+        return False
+    return net.is_link_local or net.is_multicast
+
+
 def _everything(addr: str) -> bool:
     return addr in ("0.0.0.0/0", "::/0", "any")
 
@@ -206,7 +219,8 @@ def match(cond: Cond, probe: Probe) -> int:
     elif k in ("saddr", "daddr"):
         if any(_everything(v) for v in cond.values):
             r = YES
-        elif k == "daddr" and not all(_is_loopback(v) for v in cond.values):
+        elif k == "daddr" and not all(_is_loopback(v) or _link_local(v)
+                                      for v in cond.values):
             r = YES  # a packet for one of this host's addresses
         else:
             r = NO  # an untrusted source is not in a named set of sources

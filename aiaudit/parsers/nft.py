@@ -164,6 +164,7 @@ def _jmatch(m: dict[str, Any], sets: dict[str, list[Any]]) -> list[Cond]:
 
 
 _VERDICTS = ("accept", "drop", "reject", "return", "jump", "goto", "continue", "queue")
+_XT_NOOP_TARGETS = ("LOG", "NFLOG", "MARK", "CONNMARK", "TRACE", "CT", "AUDIT", "CLASSIFY")
 _NOOP = ("counter", "log", "mangle", "meta", "notrack", "synproxy", "set", "quota")
 
 
@@ -208,6 +209,8 @@ def parse_json(text: str, source: str = "nft -j list ruleset") -> Ruleset:
         verdict: str | None = None
         target: str | None = None
         for e in exprs:
+            if isinstance(e, dict) and "xt" in e:
+                rs.xt_tables.add(key[:2])
             if not isinstance(e, dict) or len(e) != 1:
                 conds.append(Cond("unknown", text=str(e)))
                 continue
@@ -220,6 +223,11 @@ def parse_json(text: str, source: str = "nft -j list ruleset") -> Ruleset:
                     target = str(v.get("target"))
             elif k in _NOOP:
                 continue
+            elif k == "xt" and isinstance(v, dict) and v.get("type") == "target":
+                # an iptables-nft target nft cannot translate (REJECT, LOG ...)
+                name = str(v.get("name", ""))
+                verdict = {"REJECT": "reject", "DROP": "drop", "ACCEPT": "accept"}.get(
+                    name, None if name in _XT_NOOP_TARGETS else "maybe")
             else:  # limit, xt, and anything else: cannot tell
                 conds.append(Cond("unknown", text=json.dumps(e, sort_keys=True)))
         handle = r.get("handle")

@@ -4,8 +4,6 @@ goldens made the same way, hand-checked decisions, and SEMANTICS §6.6 edge case
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
