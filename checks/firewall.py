@@ -416,7 +416,7 @@ def _decider_text(d: nf.Decision) -> str:
         else:
             loc = f"{rule.source.lstrip('/')}:{rule.line}" if rule.source and \
                 rule.source.startswith("/") and rule.line else (rule.source or chain.origin)
-            parts.append(f"{rule.text!r} ({loc})")
+            parts.append(f"{rule.text!r} in {chain.describe()} ({loc})")
     return "; ".join(parts)
 
 
