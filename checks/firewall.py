@@ -613,9 +613,15 @@ def run_allowed_ports(ctx: CheckContext) -> Iterator[Result]:
         if not ev.chains or open_default:
             what = "every port" if not ev.chains else \
                 f"every unlisted {'/'.join(open_default)} port"
+            maybe = [d for p, d in ev.default.items() if d.outcome is nf.Outcome.MAYBE]
+            verb = "admits"
+            if maybe:
+                verb = "may admit"
+                what += (f" (maybe: {_decider_text(maybe[0])} cannot be evaluated by this "
+                         "scanner)")
             also = f"; also {', '.join(_ports_text(a) for a in extra)}" if extra else ""
             yield Result(Status.FAIL, subject,
-                         f"IPv{fam} input admits {what} (no default deny; "
+                         f"IPv{fam} input {verb} {what} (no provable default deny; "
                          f"{_mech_text(st)}){also}",
                          expected=f"only {want}", actual=what, aspect=aspect,
                          evidence=tuple(evidence),

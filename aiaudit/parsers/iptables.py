@@ -105,6 +105,7 @@ def parse(text: str, family: int, source: str) -> Ruleset:
     rs = Ruleset()
     table: str | None = None
     pending: list[tuple[int, str, list[str]]] = []
+    """Rules of the current table, applied at COMMIT (chains may be declared later)."""
     known: set[str] = set()
 
     def flush() -> None:
@@ -113,7 +114,11 @@ def parse(text: str, family: int, source: str) -> Ruleset:
             chain = rs.chains.get((fam, table or "", cname))
             if chain is None:
                 raise ParseError(f"rule for undeclared chain {cname!r}", line=n, source=source)
-            chain.rules.append(_rule(args[2:], chain, known, source, n, raw.strip()))
+            rule = _rule(args[2:], chain, known, source, n, raw.strip())
+            if args[0] in ("-I", "--insert"):
+                chain.rules.insert(0, rule)
+            else:
+                chain.rules.append(rule)
         pending.clear()
 
     for n, raw in enumerate(text.splitlines(), 1):

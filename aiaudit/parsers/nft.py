@@ -223,6 +223,9 @@ def parse_json(text: str, source: str = "nft -j list ruleset") -> Ruleset:
                     target = str(v.get("target"))
             elif k in _NOOP:
                 continue
+            elif k == "xt" and isinstance(v, dict) and v.get("type") == "match" \
+                    and v.get("name") == "comment":
+                continue
             elif k == "xt" and isinstance(v, dict) and v.get("type") == "target":
                 # an iptables-nft target nft cannot translate (REJECT, LOG ...)
                 name = str(v.get("name", ""))
@@ -230,11 +233,50 @@ def parse_json(text: str, source: str = "nft -j list ruleset") -> Ruleset:
                     name, None if name in _XT_NOOP_TARGETS else "maybe")
             else:  # limit, xt, and anything else: cannot tell
                 conds.append(Cond("unknown", text=json.dumps(e, sort_keys=True)))
-        handle = r.get("handle")
-        chain.rules.append(Rule(tuple(conds), verdict, target, source,
-                                None, f"handle {handle}" + (f" ({r['comment']})"
-                                                            if r.get("comment") else "")))
+        text = " ".join(_jshow(e) for e in exprs)
+        if r.get("comment"):
+            text += f' comment "{r["comment"]}"'
+        chain.rules.append(Rule(tuple(conds), verdict, target, source, None,
+                                f"{text} # handle {r.get('handle')}"))
     return rs
+
+
+def _jvalue_text(v: Any) -> str:
+    if isinstance(v, dict):
+        if "set" in v and isinstance(v["set"], list):
+            return "{ " + ", ".join(_jvalue_text(x) for x in v["set"]) + " }"
+        if "range" in v and isinstance(v["range"], list) and len(v["range"]) == 2:
+            return f"{_jvalue_text(v['range'][0])}-{_jvalue_text(v['range'][1])}"
+        if "prefix" in v and isinstance(v["prefix"], dict):
+            return f"{v['prefix'].get('addr')}/{v['prefix'].get('len')}"
+        return json.dumps(v, sort_keys=True)
+    if isinstance(v, list):
+        return ",".join(_jvalue_text(x) for x in v)
+    return str(v)
+
+
+def _jshow(e: Any) -> str:
+    """An nft-like rendering of one JSON statement (for messages and evidence)."""
+    if not isinstance(e, dict) or len(e) != 1:
+        return json.dumps(e, sort_keys=True)
+    (k, v), = e.items()
+    if k == "match" and isinstance(v, dict):
+        left = v.get("left")
+        ltxt = json.dumps(left, sort_keys=True)
+        if isinstance(left, dict) and len(left) == 1:
+            (lk, lv), = left.items()
+            if isinstance(lv, dict):
+                ltxt = f"{lv.get('protocol')} {lv.get('field')}" if lk == "payload" \
+                    else f"{lk} {lv.get('key')}"
+        op = v.get("op", "==")
+        return f"{ltxt} {'' if op in ('==', 'in') else op + ' '}{_jvalue_text(v.get('right'))}"
+    if k in ("jump", "goto") and isinstance(v, dict):
+        return f"{k} {v.get('target')}"
+    if k == "xt" and isinstance(v, dict):
+        return f"xt {v.get('type')} {v.get('name')}"
+    if v is None:
+        return k
+    return k
 
 
 # ================================================================= text: tokens

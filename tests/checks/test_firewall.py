@@ -10,6 +10,8 @@ import sys
 
 import pytest
 
+from aiaudit.errors import CommandError
+from aiaudit.host import CommandResult, Host
 from aiaudit.model import Status
 from tests.helpers import FIXTURES, run_check
 from tests.netns import netns, require, run_in
@@ -287,3 +289,103 @@ def test_live_iptables_legacy_invisible_to_nft() -> None:
     assert got["ipv4 (running)"][0] == "pass", got
     assert "iptables-legacy" in got["ipv4 (running)"][1]
     assert got["ipv6 (running)"][0] == "fail"
+
+
+_SOCKET_PROBE = """
+import json, socket, sys
+from tests.helpers import run_check
+with socket.socket() as s:
+    s.bind(("0.0.0.0", 0)); s.listen()
+    port = s.getsockname()[1]
+    out = {}
+    for aware in (False, True):
+        for r in run_check("network.listening_ports", "/", {"firewall_aware": aware},
+                           live=True):
+            if r.subject == f"{port}/tcp 0.0.0.0":
+                out[str(aware)] = [r.status.value, r.message]
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.oracle
+def test_listening_port_firewall_aware_in_netns() -> None:
+    """A socket on 0.0.0.0 that the running firewall drops passes with firewall_aware."""
+    with netns("aware") as ns:
+        run_in(ns, "nft", "-f", str(NFT / "server.nft"))
+        got = json.loads(run_in(ns, sys.executable, "-c", _SOCKET_PROBE))
+    assert got["False"][0] == "fail"
+    assert got["True"][0] == "pass" and "firewall drops new connections" in got["True"][1]
+
+
+# ------------------------------------------------------------------ running state, faked
+class FakeCommands(Host):
+    """A Host over a fixture root whose commands return canned output."""
+
+    def __init__(self, root, outputs: dict[str, tuple[int, str, str]]) -> None:
+        super().__init__(str(root), live=True, allow_commands=True)
+        self.outputs = outputs
+        self.calls: list[str] = []
+
+    def run(self, argv, *, timeout=None) -> CommandResult:
+        key = " ".join(argv)
+        self.calls.append(key)
+        if key not in self.outputs:
+            raise CommandError(f"{argv[0]}: not installed")
+        rc, out, err = self.outputs[key]
+        return CommandResult(tuple(argv), rc, out, err)
+
+
+def run_fake(host: Host, check: str, params: dict | None = None) -> dict:
+    from aiaudit import plugins
+    from aiaudit.api import CheckContext
+    from aiaudit.ruleset import _with_defaults
+
+    spec = plugins.registry().checks[check]
+    ctx = CheckContext(host=host, params=_with_defaults(dict(params or {}),
+                                                        spec.params_schema))
+    return {r.subject: r for r in spec.run(ctx)}
+
+
+def test_running_not_permitted_is_error_boot_still_judged(make_root) -> None:
+    root = nft_root(make_root, SSH_ONLY, extra={"/proc/net/if_inet6": ""})
+    host = FakeCommands(root, {"nft -j list ruleset": (
+        1, "", "netlink: Error: cache initialization failed: Operation not permitted")})
+    got = run_fake(host, "firewall.default_deny")
+    assert got["ipv4 (running)"].status is Status.ERROR
+    assert "needs root" in got["ipv4 (running)"].message
+    assert got["ipv4 (boot)"].status is Status.PASS
+
+
+def test_iptables_nft_xt_tables_read_from_iptables_save(make_root) -> None:
+    ipt_dir = FIXTURES / "iptables"
+    root = make_root({"/proc/net/if_inet6": ""})
+    host = FakeCommands(root, {
+        "nft -j list ruleset": (0, (ipt_dir / "rules.v4.nft.json").read_text(), ""),
+        "iptables -V": (0, "iptables v1.8.9 (nf_tables)\n", ""),
+        "iptables-save": (0, (ipt_dir / "rules.v4.saved").read_text(), ""),
+    })
+    got = run_fake(host, "firewall.allowed_ports",
+                   {"allowed": ["22/tcp", "80/tcp", "443/tcp", "60000-61000/udp"]})
+    r = got["ipv4 (running)"]
+    assert r.status is Status.PASS, r.message  # no "maybe" from the xt conntrack match
+    assert "iptables-save" in host.calls and "iptables-legacy-save" in host.calls
+    # without iptables-save the xt matches stay unknown: not provably admitted-only
+    host2 = FakeCommands(root, {
+        "nft -j list ruleset": (0, (ipt_dir / "rules.v4.nft.json").read_text(), "")})
+    r2 = run_fake(host2, "firewall.allowed_ports",
+                  {"allowed": ["22/tcp", "60000-61000/udp"]})["ipv4 (running)"]
+    assert r2.status is Status.FAIL and "maybe" in r2.message
+
+
+def test_iptables_legacy_backend_from_version(make_root) -> None:
+    root = make_root({"/proc/net/if_inet6": ""})
+    host = FakeCommands(root, {
+        "nft -j list ruleset": (0, '{"nftables": [{"metainfo": {}}]}', ""),
+        "iptables -V": (0, "iptables v1.8.9 (legacy)\n", ""),
+        "iptables-save": (0, (FIXTURES / "iptables" / "rules.v4").read_text(), ""),
+        "ip6tables-save": (0, "", ""),
+    })
+    got = run_fake(host, "firewall.default_deny")
+    assert got["ipv4 (running)"].status is Status.PASS
+    assert "iptables-legacy" in got["ipv4 (running)"].message
+    assert got["ipv6 (running)"].status is Status.FAIL

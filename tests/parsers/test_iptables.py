@@ -108,3 +108,9 @@ def test_real_iptables_roundtrip_and_nft_view() -> None:
             got = nf.decide(view, pr).outcome
             if got is not nf.Outcome.MAYBE:  # xt matches (conntrack, multiport) are unknown
                 assert got is nf.decide(mine, pr).outcome, pr
+
+
+def test_insert_goes_first() -> None:
+    rs = ipt.parse("*filter\n:INPUT ACCEPT [0:0]\n-A INPUT -p tcp --dport 22 -j ACCEPT\n"
+                   "-I INPUT 1 -p tcp -j DROP\nCOMMIT\n", 4, "x")
+    assert outcome(rs, 4, "tcp", 22) is D and outcome(rs, 4, "udp", 22) is A
