@@ -126,6 +126,15 @@ def load_running(host: Host) -> FirewallState:
                     rs.chains[key] = ch
             st.notes.append(f"{cmd}: used for iptables-nft table(s) {', '.join(sorted(tables))}")
     for cmd, fam in legacy_cmds:
+        names = f"/proc/net/ip{'6' if fam == 6 else ''}_tables_names"
+        try:
+            loaded = host.read_text(names).split()
+        except HostError:
+            loaded = []
+        if not loaded:
+            # No legacy table is registered in this netns; running *-legacy-save would
+            # only autoload the ip_tables module (a side effect an audit must not have).
+            continue
         got = _run_save(host, cmd, fam, st)
         if got is None or not any(c.rules or c.policy == "drop" for c in got.chains.values()):
             continue

@@ -368,7 +368,8 @@ def test_iptables_nft_xt_tables_read_from_iptables_save(make_root) -> None:
                    {"allowed": ["22/tcp", "80/tcp", "443/tcp", "60000-61000/udp"]})
     r = got["ipv4 (running)"]
     assert r.status is Status.PASS, r.message  # no "maybe" from the xt conntrack match
-    assert "iptables-save" in host.calls and "iptables-legacy-save" in host.calls
+    assert "iptables-save" in host.calls
+    assert "iptables-legacy-save" not in host.calls  # no legacy table registered
     # without iptables-save the xt matches stay unknown: not provably admitted-only
     host2 = FakeCommands(root, {
         "nft -j list ruleset": (0, (ipt_dir / "rules.v4.nft.json").read_text(), "")})
@@ -378,7 +379,8 @@ def test_iptables_nft_xt_tables_read_from_iptables_save(make_root) -> None:
 
 
 def test_iptables_legacy_backend_from_version(make_root) -> None:
-    root = make_root({"/proc/net/if_inet6": ""})
+    root = make_root({"/proc/net/if_inet6": "", "/proc/net/ip_tables_names": "filter\nnat\n",
+                      "/proc/net/ip6_tables_names": ""})
     host = FakeCommands(root, {
         "nft -j list ruleset": (0, '{"nftables": [{"metainfo": {}}]}', ""),
         "iptables -V": (0, "iptables v1.8.9 (legacy)\n", ""),
@@ -389,3 +391,4 @@ def test_iptables_legacy_backend_from_version(make_root) -> None:
     assert got["ipv4 (running)"].status is Status.PASS
     assert "iptables-legacy" in got["ipv4 (running)"].message
     assert got["ipv6 (running)"].status is Status.FAIL
+    assert "ip6tables-save" not in host.calls  # ip6_tables_names empty: not run
