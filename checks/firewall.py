@@ -67,6 +67,8 @@ class FirewallState:
     mechanisms: list[Mechanism] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    running: bool = False
+    """The kernel's current ruleset (commands), not the boot configuration."""
 
     def active(self) -> list[str]:
         """Names of the active mechanisms."""
@@ -75,7 +77,7 @@ class FirewallState:
 
 def load_running(host: Host) -> FirewallState:
     """The ruleset the kernel enforces now (commands; live scan of / only)."""
-    st = FirewallState(nf.Ruleset())
+    st = FirewallState(nf.Ruleset(), running=True)
     assert st.ruleset is not None
     try:
         res = host.run(["nft", "-j", "list", "ruleset"], timeout=NFT_TIMEOUT)
@@ -141,7 +143,8 @@ def load_running(host: Host) -> FirewallState:
         for ch in got.chains.values():
             ch.origin = "iptables-legacy"
         rs.merge(got)
-        st.mechanisms.append(Mechanism("iptables-legacy", True, f"{cmd} (rules invisible to nft)",
+        st.mechanisms.append(Mechanism("iptables-legacy", True,
+                                       f"{cmd} (iptables-legacy rules, invisible to nft)",
                                        [Evidence.command(cmd)]))
     return st
 
@@ -530,6 +533,9 @@ def _mech_evidence(st: FirewallState) -> list[Evidence]:
 
 
 def _mech_text(st: FirewallState) -> str:
+    if st.running:
+        return "running ruleset read with " + (", ".join(m.reason for m in st.mechanisms)
+                                               or "no command")
     act = st.active()
     if act:
         return "decided by " + ", ".join(act)

@@ -90,8 +90,9 @@ class Chain:
     """Mechanism that owns the chain: nftables, iptables, ufw, firewalld."""
 
     def describe(self) -> str:
-        """``inet filter input`` style name."""
-        return f"{self.family} {self.table} {self.name}"
+        """``inet filter input`` style name (``[iptables-legacy]`` etc. when not nft's)."""
+        tag = f" [{self.origin}]" if self.origin not in ("nftables", "iptables") else ""
+        return f"{self.family} {self.table} {self.name}{tag}"
 
 
 @dataclass
