@@ -379,6 +379,8 @@ class Evaluation:
     """Decision for a port no rule names, per protocol (``tcp``, ``udp``)."""
     admitted: tuple[tuple[str, int, int, nf.Decision], ...]
     """Ports named by rules (or allowed) that new connections reach (accept or maybe)."""
+    restricted: tuple[tuple[str, int, int, nf.Decision], ...] = ()
+    """Ports only connections from a named source or interface reach."""
 
 
 def evaluate(rs: nf.Ruleset, family: int, allowed: list[tuple[str, int, int]]
@@ -394,11 +396,17 @@ def evaluate(rs: nf.Ruleset, family: int, allowed: list[tuple[str, int, int]]
         if proto in ("tcp", "udp"):
             probes.add((proto, lo, hi))
     admitted = []
+    restricted = []
     for proto, lo, hi in sorted(probes):
         d = nf.decide(rs, nf.Probe(family, proto, lo))
         if d.outcome is not nf.Outcome.DROP:
             admitted.append((proto, lo, hi, d))
-    return Evaluation(family, tuple(rs.input_chains(family)), default, tuple(admitted))
+            continue
+        dr = nf.decide(rs, nf.Probe(family, proto, lo, restricted=True))
+        if dr.outcome is not nf.Outcome.DROP:
+            restricted.append((proto, lo, hi, dr))
+    return Evaluation(family, tuple(rs.input_chains(family)), default, tuple(admitted),
+                      tuple(restricted))
 
 
 def _decider_evidence(d: nf.Decision) -> list[Evidence]:
@@ -502,6 +510,11 @@ ALLOWED_SCHEMA: dict[str, Any] = {
                     "default": ["22/tcp"],
                     "description": "ports the firewall may admit (22/tcp, 60000-61000/udp)"},
         "ipv6": _FAMILY_SCHEMA,
+        "include_restricted": {
+            "type": "boolean", "default": False,
+            "description": "also fail for ports admitted only from named sources or "
+                           "interfaces (ip saddr 10.0.0.0/8, iifname eth1); by default they "
+                           "are listed in the message only"},
     },
 }
 
@@ -620,9 +633,20 @@ def run_allowed_ports(ctx: CheckContext) -> Iterator[Result]:
         subject = f"ipv{fam} ({label})"
         evidence = _mech_evidence(st)
         open_default = [p for p, d in ev.default.items() if d.outcome is not nf.Outcome.DROP]
-        extra = [a for a in ev.admitted
-                 if not (nf.port_allowed(allowed, a[0], a[1]) and
-                         nf.port_allowed(allowed, a[0], a[2]))]
+        def beyond(items: tuple[tuple[str, int, int, nf.Decision], ...]) -> list:
+            return [a for a in items if not (nf.port_allowed(allowed, a[0], a[1]) and
+                                             nf.port_allowed(allowed, a[0], a[2]))]
+
+        extra = beyond(ev.admitted)
+        limited = beyond(ev.restricted)
+        if ctx.params["include_restricted"]:
+            extra, limited = extra + limited, []
+        rnote = ""
+        if limited:
+            rnote = (" Admitted only from named sources or interfaces (not judged; "
+                     "include_restricted: true to fail them): "
+                     + "; ".join(f"{_ports_text(a)} by {_decider_text(a[3])}"
+                                 for a in limited) + ".")
         for a in extra:
             evidence.extend(_decider_evidence(a[3]))
         if not ev.chains or open_default:
@@ -637,7 +661,7 @@ def run_allowed_ports(ctx: CheckContext) -> Iterator[Result]:
             also = f"; also {', '.join(_ports_text(a) for a in extra)}" if extra else ""
             yield Result(Status.FAIL, subject,
                          f"IPv{fam} input {verb} {what} (no provable default deny; "
-                         f"{_mech_text(st)}){also}",
+                         f"{_mech_text(st)}){also}.{rnote}",
                          expected=f"only {want}", actual=what, aspect=aspect,
                          evidence=tuple(evidence),
                          remediation=_remediation(st, allowed, ctx.host.live, extra))
@@ -646,7 +670,7 @@ def run_allowed_ports(ctx: CheckContext) -> Iterator[Result]:
             lines = "; ".join(f"{_ports_text(a)} ({a[3].outcome}: {_decider_text(a[3])})"
                               for a in extra)
             yield Result(Status.FAIL, subject,
-                         f"IPv{fam} input admits ports beyond {want}: {lines}",
+                         f"IPv{fam} input admits ports beyond {want}: {lines}.{rnote}",
                          expected=f"only {want}",
                          actual=", ".join(_ports_text(a) for a in extra), aspect=aspect,
                          evidence=tuple(evidence),
@@ -656,7 +680,7 @@ def run_allowed_ports(ctx: CheckContext) -> Iterator[Result]:
         yield Result(Status.PASS, subject,
                      f"IPv{fam} input admits only allowed ports ("
                      + (", ".join(_ports_text(a) for a in ev.admitted) or "none")
-                     + f"; {_mech_text(st)})", expected=f"only {want}", aspect=aspect,
+                     + f"; {_mech_text(st)}).{rnote}", expected=f"only {want}", aspect=aspect,
                      evidence=tuple(evidence))
 
 

@@ -146,11 +146,14 @@ class Ruleset:
 
 @dataclass(frozen=True)
 class Probe:
-    """A new connection from an untrusted source on an untrusted interface."""
+    """A new connection from an untrusted source on an untrusted interface, or with
+    ``restricted`` from a source address and interface that rules name (a trusted subnet,
+    an internal NIC): the ports only such probes reach are open to a restricted set."""
 
     family: int
     proto: str
     port: int
+    restricted: bool = False
 
 
 @dataclass(frozen=True)
@@ -208,8 +211,9 @@ def match(cond: Cond, probe: Probe) -> int:
         r = NO
     elif k == "iif":
         # The probe comes in on an interface no rule names: "== X" is false for any X,
-        # "!= X" true.
-        r = NO
+        # "!= X" true.  A restricted probe comes in on the named (non-loopback) one.
+        named = [v for v in cond.values if v.strip('"') != "lo"]
+        r = YES if probe.restricted and named else NO
     elif k == "ct":
         r = YES if "new" in cond.values else NO
     elif k == "proto":
@@ -223,6 +227,9 @@ def match(cond: Cond, probe: Probe) -> int:
         elif k == "daddr" and not all(_is_loopback(v) or _link_local(v)
                                       for v in cond.values):
             r = YES  # a packet for one of this host's addresses
+        elif k == "saddr" and probe.restricted and \
+                not all(_is_loopback(v) for v in cond.values):
+            r = YES  # the restricted probe comes from the named sources
         else:
             r = NO  # an untrusted source is not in a named set of sources
     elif k == "dport":

@@ -392,3 +392,20 @@ def test_iptables_legacy_backend_from_version(make_root) -> None:
     assert "iptables-legacy" in got["ipv4 (running)"].message
     assert got["ipv6 (running)"].status is Status.FAIL
     assert "ip6tables-save" not in host.calls  # ip6_tables_names empty: not run
+
+
+def test_source_restricted_ports_listed_not_failed(make_root) -> None:
+    conf = SSH_ONLY.replace("tcp dport 22 accept", "tcp dport 22 accept\n"
+                            "    ip saddr 10.0.0.0/8 tcp dport 9100 accept\n"
+                            '    iifname "eth1" udp dport 5353 accept')
+    root = nft_root(make_root, conf)
+    r = results("firewall.allowed_ports", root)["ipv4 (boot)"]
+    assert r.status is Status.PASS
+    assert "Admitted only from named sources or interfaces" in r.message
+    assert "9100/tcp by 'ip saddr 10.0.0.0/8 tcp dport 9100 accept' in inet filter input " \
+           "(etc/nftables.conf:9)" in r.message and "5353/udp" in r.message
+    strict = results("firewall.allowed_ports", root, {"include_restricted": True})
+    assert strict["ipv4 (boot)"].status is Status.FAIL
+    assert strict["ipv4 (boot)"].data["admitted"] == ["9100/tcp", "5353/udp"]
+    # IPv6: "ip saddr" never matches, so 9100 is not admitted at all there
+    assert "9100/tcp" not in strict["ipv6 (boot)"].message

@@ -143,3 +143,24 @@ def test_live_scan_sees_own_socket() -> None:
         assert os.getpid() in r.data["pids"]
     got = by_subject(run_check("network.listening_ports", "/", live=True))
     assert f"{port}/tcp 0.0.0.0" not in got
+
+
+def test_service_table_is_well_formed() -> None:
+    from aiaudit.checks.network import identify, load_services
+
+    services = load_services()
+    names = [s.name for s in services]
+    assert len(names) == len(set(names))
+    for s in services:
+        assert s.proto in ("tcp", "udp") and s.risk and s.fix
+        assert s.reference.startswith("https://")
+        assert all(0 < lo <= hi <= 65535 for lo, hi in s.ports)
+        assert s.processes or not s.requires_process
+    # the brief's examples resolve by port alone (owner unknown)
+    for port, name in ((8888, "Jupyter"), (6006, "TensorBoard"), (8265, "Ray dashboard"),
+                       (10001, "Ray client"), (5000, "MLflow"), (2375, "Docker"),
+                       (2376, "Docker"), (5555, "DCGM"), (9100, "node exporter"),
+                       (6379, "Redis"), (8501, "Streamlit"), (7860, "Gradio")):
+        svc = identify(services, "tcp", port, (), False)
+        assert svc is not None and name in svc.name, port
+    assert identify(services, "tcp", 8000, (), False) is None  # vLLM/Triton need an owner

@@ -187,3 +187,13 @@ def test_any_json_parses_or_raises_parse_error(doc: object) -> None:
     except ParseError:
         return
     nf.decide(rs, nf.Probe(4, "tcp", 22))
+
+
+def test_restricted_probe_reaches_named_sources_and_interfaces() -> None:
+    rs = nft.parse_text((NFT / "sources.nft").read_text(), "x")
+    assert nf.decide(rs, nf.Probe(4, "tcp", 8888)).outcome is D
+    assert nf.decide(rs, nf.Probe(4, "tcp", 8888, restricted=True)).outcome is A
+    # loopback is never a restricted source
+    lo = nft.parse_text("table ip t { chain i { type filter hook input priority 0; "
+                        'policy drop; iif "lo" accept; ip saddr 127.0.0.0/8 accept; } }', "x")
+    assert nf.decide(lo, nf.Probe(4, "tcp", 1, restricted=True)).outcome is D
