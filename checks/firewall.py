@@ -191,11 +191,9 @@ def _nft_file(host: Host) -> tuple[str, Evidence | None]:
 
 def _resolver(host: Host) -> nft.Resolver:
     def resolve(pattern: str, including: str) -> list[tuple[str, str]]:
-        if pattern.startswith("/"):
-            cands = [pattern]
-        else:
-            base = including.rsplit("/", 1)[0] if "/" in including else NFT_INCLUDE_DIR
-            cands = [f"{base}/{pattern}", f"{NFT_INCLUDE_DIR}/{pattern}"]
+        # nft searches a relative name in its include path only (-I, then /etc), not
+        # beside the including file nor in the working directory (checked with nft 1.0.6).
+        cands = [pattern] if pattern.startswith("/") else [f"{NFT_INCLUDE_DIR}/{pattern}"]
         for cand in cands:
             if any(c in cand for c in "*?["):
                 paths = host.glob(cand)

@@ -409,3 +409,20 @@ def test_source_restricted_ports_listed_not_failed(make_root) -> None:
     assert strict["ipv4 (boot)"].data["admitted"] == ["9100/tcp", "5353/udp"]
     # IPv6: "ip saddr" never matches, so 9100 is not admitted at all there
     assert "9100/tcp" not in strict["ipv6 (boot)"].message
+
+
+def test_relative_include_searches_etc_only(make_root) -> None:
+    """Real nft (1.0.6): `include "sub.nft"` in /etc/sysconfig/nftables.conf looks for
+    /etc/sub.nft, not /etc/sysconfig/sub.nft: the file fails to load; a glob that matches
+    nothing is fine."""
+    unit = NFT_UNIT.replace("/etc/nftables.conf", "/etc/sysconfig/nftables.conf")
+    files = {"/etc/sysconfig/nftables.conf": 'include "sub.nft"\n',
+             "/etc/sysconfig/sub.nft": SSH_ONLY,
+             "/usr/lib/systemd/system/nftables.service": unit}
+    bad = results("firewall.default_deny", make_root(files, enabled("nftables.service")))
+    assert bad["ipv4 (boot)"].status is Status.ERROR and "sub.nft" in bad["ipv4 (boot)"].message
+    files["/etc/sub.nft"] = SSH_ONLY
+    files["/etc/sysconfig/nftables.conf"] = 'include "sub.nft"\ninclude "none.d/*.nft"\n'
+    ok = results("firewall.default_deny", make_root(files, enabled("nftables.service")))
+    assert ok["ipv4 (boot)"].status is Status.PASS
+    assert any(e.source.startswith("etc/sub.nft:") for e in ok["ipv4 (boot)"].evidence)
