@@ -208,6 +208,7 @@ def parse_json(text: str, source: str = "nft -j list ruleset") -> Ruleset:
         conds: list[Cond] = []
         verdict: str | None = None
         target: str | None = None
+        vmap: list[tuple[list[Cond], str | None, str | None]] | None = None
         for e in exprs:
             if isinstance(e, dict) and "xt" in e:
                 rs.xt_tables.add(key[:2])
@@ -223,6 +224,23 @@ def parse_json(text: str, source: str = "nft -j list ruleset") -> Ruleset:
                     target = str(v.get("target"))
             elif k in _NOOP:
                 continue
+            elif k == "vmap" and isinstance(v, dict) and isinstance(v.get("data"), dict) \
+                    and isinstance(v["data"].get("set"), list):
+                vmap = []
+                for item in v["data"]["set"]:
+                    if not (isinstance(item, list) and len(item) == 2
+                            and isinstance(item[1], dict) and len(item[1]) == 1):
+                        vmap.append(([Cond("unknown", text="vmap")], "maybe", None))
+                        continue
+                    (vk, vv), = item[1].items()
+                    vt = str(vv.get("target")) if isinstance(vv, dict) and \
+                        vk in ("jump", "goto") else None
+                    verd = {"continue": None, "queue": "maybe"}.get(vk, vk) \
+                        if vk in _VERDICTS else "maybe"
+                    vmap.append((_jmatch({"op": "==", "left": v.get("key"), "right": item[0]},
+                                         sets.get(key[:2], {})), verd, vt))
+            elif k == "vmap":  # a named map (@name): cannot tell
+                vmap = [([Cond("unknown", text="vmap")], "maybe", None)]
             elif k == "xt" and isinstance(v, dict) and v.get("type") == "match" \
                     and v.get("name") == "comment":
                 continue
@@ -236,8 +254,12 @@ def parse_json(text: str, source: str = "nft -j list ruleset") -> Ruleset:
         text = " ".join(_jshow(e) for e in exprs)
         if r.get("comment"):
             text += f' comment "{r["comment"]}"'
-        chain.rules.append(Rule(tuple(conds), verdict, target, source, None,
-                                f"{text} # handle {r.get('handle')}"))
+        text += f" # handle {r.get('handle')}"
+        if vmap is None:
+            chain.rules.append(Rule(tuple(conds), verdict, target, source, None, text))
+        for mconds, mverdict, mtarget in vmap or ():
+            chain.rules.append(Rule(tuple(conds + mconds), mverdict, mtarget, source, None,
+                                    text))
     return rs
 
 
@@ -272,6 +294,11 @@ def _jshow(e: Any) -> str:
         return f"{ltxt} {'' if op in ('==', 'in') else op + ' '}{_jvalue_text(v.get('right'))}"
     if k in ("jump", "goto") and isinstance(v, dict):
         return f"{k} {v.get('target')}"
+    if k == "vmap" and isinstance(v, dict):
+        data = v.get("data", {}).get("set", []) if isinstance(v.get("data"), dict) else []
+        body = ", ".join(f"{_jvalue_text(i[0])} : {_jshow(i[1])}" for i in data
+                         if isinstance(i, list) and len(i) == 2)
+        return f"{_jshow({'match': {'left': v.get('key'), 'right': ''}}).strip()} vmap {{ {body} }}"
     if k == "xt" and isinstance(v, dict):
         return f"xt {v.get('type')} {v.get('name')}"
     if v is None:
@@ -473,11 +500,11 @@ class _Parser:
                 chain = self.rs.chains.get((fam, table, name))
                 if chain is None:
                     raise self.err(f"rule for unknown chain {fam} {table} {name}", t)
-                rule = self.rule(rest[2:], t)
+                rules = self.rules(rest[2:], t, chain)
                 if v == "insert":
-                    chain.rules.insert(0, rule)
+                    chain.rules[0:0] = rules
                 else:
-                    chain.rules.append(rule)
+                    chain.rules.extend(rules)
             return
         words = self.statement(block_ends=True)
         if not words:
@@ -584,7 +611,7 @@ class _Parser:
             elif head in ("comment", "devices", "device", "flags"):
                 continue
             else:
-                chain.rules.append(self.rule(words, words[0], chain))
+                chain.rules.extend(self.rules(words, words[0], chain))
 
     def base_chain(self, chain: Chain, words: list[Tok]) -> None:
         vals = [w.value for w in words]
@@ -601,6 +628,41 @@ class _Parser:
             chain.prio = _priority(expr, words[0])
 
     # -- rules
+    def rules(self, words: list[Tok], at: Tok, chain: Chain | None = None) -> list[Rule]:
+        """One rule, or one per entry of a verdict map (``tcp dport vmap { 22 : accept,
+        80 : drop }`` acts as ``tcp dport 22 accept`` then ``tcp dport 80 drop``)."""
+        vals = [w.value for w in words]
+        if "vmap" not in vals:
+            return [self.rule(words, at, chain)]
+        m = vals.index("vmap")
+        if m + 1 >= len(words) or vals[m + 1] != "{":
+            text = " ".join(_show(x) for x in words)  # a named map: cannot tell
+            return [Rule((Cond("unknown", text=text),), "maybe", None, at.file, at.line, text)]
+        level, e = 0, m + 1
+        while e < len(words):
+            if vals[e] == "{":
+                level += 1
+            elif vals[e] == "}":
+                level -= 1
+                if level == 0:
+                    break
+            e += 1
+        entries: list[list[Tok]] = [[]]
+        for w in words[m + 2:e]:
+            if w.value == "," and w.kind == "punct":
+                entries.append([])
+            elif w.kind != "nl":
+                entries[-1].append(w)
+        out = []
+        for ent in entries:
+            ev = [w.value for w in ent]
+            if ":" not in ev:
+                continue
+            c = ev.index(":")
+            out.append(self.rule(words[:m] + ent[:c] + ent[c + 1:] + words[e + 1:], at,
+                                 chain))
+        return out
+
     def rule(self, words: list[Tok], at: Tok, chain: Chain | None = None) -> Rule:
         conds: list[Cond] = []
         verdict: str | None = None

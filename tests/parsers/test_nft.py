@@ -30,6 +30,10 @@ EXPECTED: dict[str, dict[tuple[int, str, int], nf.Outcome]] = {
               (4, "tcp", 2222): D, (4, "udp", 53): D, (4, "tcp", 9000): A, (4, "tcp", 7): D},
     "commands": {(4, "tcp", 8080): D, (4, "tcp", 22): A, (4, "tcp", 443): A,
                  (6, "tcp", 443): A, (4, "tcp", 80): D},
+    "vmaps": {(4, "tcp", 22): A, (4, "tcp", 8000): D, (4, "tcp", 9000): A, (4, "tcp", 1): D,
+              (6, "udp", 53): A, (6, "udp", 54): D},
+    "docker_like": {(4, "tcp", 22): A, (4, "tcp", 8888): D, (6, "tcp", 8888): D},
+    "debian_default": {(4, "tcp", 1): A, (6, "udp", 1): A},
     "sources": {(4, "tcp", 8888): D, (4, "tcp", 3000): A, (4, "tcp", 5000): D,
                 (4, "tcp", 80): D, (4, "tcp", 22): M, (4, "tcp", 4000): A,
                 (6, "udp", 546): D, (6, "tcp", 22): A},
@@ -66,8 +70,11 @@ def test_text_agrees_with_real_nft(case: str) -> None:
     with netns("nft") as ns:
         run_in(ns, "nft", "-f", str(NFT / f"{case}.nft"))
         live = run_in(ns, "nft", "-j", "list", "ruleset")
+        listing = run_in(ns, "nft", "list", "ruleset")  # saved as nftables.conf by many
     text_rs = nft.parse_text((NFT / f"{case}.nft").read_text(), f"/{case}.nft")
-    assert not _agree(text_rs, nft.parse_json(live))
+    json_rs = nft.parse_json(live)
+    assert not _agree(text_rs, json_rs)
+    assert not _agree(nft.parse_text(listing, "/listing.nft"), json_rs)
 
 
 @pytest.mark.parametrize("case", sorted(EXPECTED))
@@ -142,6 +149,13 @@ def test_invalid_text(bad: str) -> None:
 def test_invalid_json(bad: str) -> None:
     with pytest.raises(ParseError):
         nft.parse_json(bad)
+
+
+def test_named_vmap_is_maybe() -> None:
+    rs = nft.parse_text("table inet f { map m { type inet_service : verdict; }\n"
+                        "chain i { type filter hook input priority 0; policy accept; "
+                        "tcp dport vmap @m; } }", "x")
+    assert nf.decide(rs, nf.Probe(4, "tcp", 1)).outcome is M
 
 
 def test_unknown_expressions_are_maybe_not_guesses() -> None:
