@@ -539,6 +539,18 @@ def _states(host: Host) -> list[tuple[str, Aspect, FirewallState]]:
     return out
 
 
+def _notes(st: FirewallState) -> str:
+    """Notes for a message, including DNAT rules that bypass the input hook."""
+    notes = list(st.notes)
+    if st.ruleset is not None and st.ruleset.dnat:
+        first = st.ruleset.dnat[0]
+        more = f" and {len(st.ruleset.dnat) - 1} more" if len(st.ruleset.dnat) > 1 else ""
+        notes.append(f"DNAT/REDIRECT rules forward connections that never reach the input "
+                     f"hook, so input filtering does not cover them (filter them in the "
+                     f"forward hook, e.g. Docker's DOCKER-USER chain): {first}{more}")
+    return "".join(f" Note: {n}." for n in notes)
+
+
 def _mech_evidence(st: FirewallState) -> list[Evidence]:
     return [e for m in st.mechanisms for e in m.evidence]
 
@@ -583,7 +595,7 @@ def run_default_deny(ctx: CheckContext) -> Iterator[Result]:
             continue
         label, aspect, st, ev = item
         fam = ev.family
-        notes = "".join(f" Note: {n}." for n in st.notes)
+        notes = _notes(st)
         evidence = _mech_evidence(st)
         subject = f"ipv{fam} ({label})"
         if not ev.chains:
@@ -639,9 +651,9 @@ def run_allowed_ports(ctx: CheckContext) -> Iterator[Result]:
         limited = beyond(ev.restricted)
         if ctx.params["include_restricted"]:
             extra, limited = extra + limited, []
-        rnote = ""
+        rnote = _notes(st)
         if limited:
-            rnote = (" Admitted only from named sources or interfaces (not judged; "
+            rnote += (" Admitted only from named sources or interfaces (not judged; "
                      "include_restricted: true to fail them): "
                      + "; ".join(f"{_ports_text(a)} by {_decider_text(a[3])}"
                                  for a in limited) + ".")

@@ -115,6 +115,8 @@ def parse(text: str, family: int, source: str) -> Ruleset:
             if chain is None:
                 raise ParseError(f"rule for undeclared chain {cname!r}", line=n, source=source)
             rule = _rule(args[2:], chain, known, source, n, raw.strip())
+            if any(a in ("DNAT", "REDIRECT") for a in args):
+                rs.dnat.append(f"{chain.describe()}: {raw.strip()} ({source.lstrip('/')}:{n})")
             if args[0] in ("-I", "--insert"):
                 chain.rules.insert(0, rule)
             else:

@@ -103,6 +103,9 @@ class Ruleset:
     notes: list[str] = field(default_factory=list)
     xt_tables: set[tuple[str, str]] = field(default_factory=set)
     """(family, table) of iptables-nft tables with ``xt`` expressions nft cannot show."""
+    dnat: list[str] = field(default_factory=list)
+    """DNAT/REDIRECT rules (display form): connections they forward to containers or VMs
+    never reach the input hook, so input filtering does not cover them."""
 
     def add(self, chain: Chain) -> Chain:
         """Add ``chain`` or return the existing one of the same key (rules then append)."""
@@ -124,6 +127,8 @@ class Ruleset:
                 chain.table = key[1]
             self.chains[key] = chain
         self.notes.extend(other.notes)
+        self.dnat.extend(other.dnat)
+        self.xt_tables |= other.xt_tables
 
     def input_chains(self, family: int) -> list[Chain]:
         """Base chains on the input hook that see IPv``family`` packets, by priority."""

@@ -255,6 +255,8 @@ def parse_json(text: str, source: str = "nft -j list ruleset") -> Ruleset:
         if r.get("comment"):
             text += f' comment "{r["comment"]}"'
         text += f" # handle {r.get('handle')}"
+        if any(isinstance(e, dict) and ("dnat" in e or "redirect" in e) for e in exprs):
+            rs.dnat.append(f"{chain.describe()}: {text}")
         if vmap is None:
             chain.rules.append(Rule(tuple(conds), verdict, target, source, None, text))
         for mconds, mverdict, mtarget in vmap or ():
@@ -408,6 +410,7 @@ class _Parser:
         self.source = source
         self.rs = Ruleset()
         self.sets: dict[tuple[str, str, str], list[str]] = {}
+        self.dnat: list[str] = []
 
     # -- token helpers
     def peek(self, k: int = 0) -> Tok | None:
@@ -463,6 +466,7 @@ class _Parser:
             self.skip_seps()
             t = self.peek()
             if t is None:
+                self.rs.dnat = self.dnat
                 return self.rs
             self.command()
 
@@ -512,6 +516,7 @@ class _Parser:
         if [w.value for w in words[:2]] == ["flush", "ruleset"]:
             self.rs = Ruleset()
             self.sets.clear()
+            self.dnat.clear()
         elif words[0].value in ("flush", "delete", "destroy") and len(words) >= 3 \
                 and words[1].value in ("table", "chain"):
             self.flush_or_delete(words)
@@ -670,6 +675,8 @@ class _Parser:
         fam_table = (chain.family, chain.table) if chain else None
         w = [x for x in words if x.kind != "nl"]
         text = " ".join(_show(x) for x in w)
+        if chain is not None and any(x.value in ("dnat", "redirect") for x in w):
+            self.dnat.append(f"{chain.describe()}: {text} ({at.file.lstrip('/')}:{at.line})")
         i = 0
 
         def values(j: int) -> tuple[list[str], bool, int]:

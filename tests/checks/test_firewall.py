@@ -426,3 +426,11 @@ def test_relative_include_searches_etc_only(make_root) -> None:
     ok = results("firewall.default_deny", make_root(files, enabled("nftables.service")))
     assert ok["ipv4 (boot)"].status is Status.PASS
     assert any(e.source.startswith("etc/sub.nft:") for e in ok["ipv4 (boot)"].evidence)
+
+
+def test_dnat_bypass_is_noted(make_root) -> None:
+    root = nft_root(make_root, (NFT / "docker_like.nft").read_text())
+    r = results("firewall.allowed_ports", root)["ipv4 (boot)"]
+    assert r.status is Status.PASS  # 8888 is not admitted on the input hook ...
+    assert "DNAT/REDIRECT rules forward connections" in r.message  # ... but forwarded
+    assert "dport 8888" in r.message and "etc/nftables.conf:21" in r.message

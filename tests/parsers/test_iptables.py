@@ -114,3 +114,10 @@ def test_insert_goes_first() -> None:
     rs = ipt.parse("*filter\n:INPUT ACCEPT [0:0]\n-A INPUT -p tcp --dport 22 -j ACCEPT\n"
                    "-I INPUT 1 -p tcp -j DROP\nCOMMIT\n", 4, "x")
     assert outcome(rs, 4, "tcp", 22) is D and outcome(rs, 4, "udp", 22) is A
+
+
+def test_dnat_recorded() -> None:
+    rs = ipt.parse("*nat\n:PREROUTING ACCEPT [0:0]\n:DOCKER - [0:0]\n"
+                   "-A DOCKER ! -i docker0 -p tcp -m tcp --dport 8888 -j DNAT "
+                   "--to-destination 172.17.0.2:8888\nCOMMIT\n", 4, "/etc/iptables/rules.v4")
+    assert rs.dnat and "--dport 8888" in rs.dnat[0] and "rules.v4:4" in rs.dnat[0]
