@@ -186,10 +186,11 @@ def find_owners(host: Host, inodes: set[int]) -> Owners:
     return Owners(owners, unreadable, complete)
 
 
-def owners_for(host: Host, socks: list[procnet.Socket]) -> Owners:
-    """Owners of ``socks``, memoised per run for the set of inodes."""
-    inodes = frozenset(s.inode for s in socks)
-    return host.memo(("net-owners", inodes), lambda: find_owners(host, set(inodes)))
+def owners_for(host: Host, socks: Sockets) -> Owners:
+    """Owners of every non-loopback listening socket: one bounded /proc walk per run,
+    shared by the rules."""
+    inodes = {s.inode for s in exposed(socks)}
+    return host.memo(("net-owners",), lambda: find_owners(host, inodes))
 
 
 def _owner_text(s: procnet.Socket, owners: Owners) -> str:
@@ -265,7 +266,7 @@ def run_listening(ctx: CheckContext) -> Iterator[Result]:
     allowed_txt = ", ".join(p["allowed"]) or "none"
     bad = [s for s in exposed(socks, p["udp"]) if not nf.port_allowed(allowed, s.proto,
                                                                         s.port)]
-    owners = owners_for(host, bad)
+    owners = owners_for(host, socks)
     for s in bad:
         subject = f"{s.port}/{s.proto} {_addr_text(s)}"
         who = _owner_text(s, owners)
@@ -359,7 +360,7 @@ def run_services(ctx: CheckContext) -> Iterator[Result]:
     services = host.memo(("net-services",), load_services)
     ignore = set(p["ignore"])
     cand = exposed(socks)
-    owners = owners_for(host, cand)
+    owners = owners_for(host, socks)
     found = 0
     for s in cand:
         got = owners.by_inode.get(s.inode, ())

@@ -164,3 +164,27 @@ def test_service_table_is_well_formed() -> None:
         svc = identify(services, "tcp", port, (), False)
         assert svc is not None and name in svc.name, port
     assert identify(services, "tcp", 8000, (), False) is None  # vLLM/Triton need an owner
+
+
+def test_one_proc_walk_per_scan(make_root) -> None:
+    from aiaudit import plugins, ruleset
+    from aiaudit.host import Host
+    from aiaudit.runner import ScanOptions, scan
+
+    class Counting(Host):
+        walks = 0
+
+        def listdir(self, path: str) -> list[str]:
+            if path == "/proc":
+                Counting.walks += 1
+            return super().listdir(path)
+
+    files, links = proc(tcp=row("0.0.0.0", 6006, 0x0A, 1) + row("0.0.0.0", 9999, 0x0A, 2),
+                        procs={5: ("tensorboard", "tensorboard", {3: 1})})
+    host = Counting(str(make_root(files, links)), live=True)
+    rs = ruleset.load("dl-training", plugins.registry(), validate=True)
+    run = scan(rs, host, ScanOptions(only=("NET-LISTEN-UNEXPECTED-PORTS",
+                                           "NET-ML-SERVICES-EXPOSED"), reraise=True))
+    assert Counting.walks == 1
+    assert {f.result.subject for f in run.findings} == {
+        "6006/tcp 0.0.0.0", "9999/tcp 0.0.0.0", "TensorBoard 6006/tcp 0.0.0.0"}
