@@ -1,10 +1,13 @@
-"""A throw-away network namespace for tests that load real firewall rules (root, ip, nft)."""
+"""A throw-away network namespace for tests that load real firewall rules: created with
+``unshare --net=FILE`` (kept alive by a bind mount on FILE) and entered with
+``nsenter --net=FILE`` (util-linux, installed by ``.ci/run``); root only."""
 
 from __future__ import annotations
 
 import os
 import shutil
 import subprocess
+import tempfile
 from contextlib import contextmanager
 from typing import Iterator
 
@@ -27,19 +30,23 @@ def require(*programs: str) -> None:
 
 @contextmanager
 def netns(tag: str) -> Iterator[str]:
-    """Create ``aiaudit-<tag>-<pid>``, yield its name, delete it afterwards."""
-    require("ip", "nft")
-    name = f"aiaudit-{tag}-{os.getpid()}"
-    subprocess.run(["ip", "netns", "add", name], check=True, capture_output=True)
+    """Create a network namespace pinned at a temporary file; yield the file's path;
+    unmount and remove it afterwards."""
+    require("unshare", "nsenter", "nft")
+    tmp = tempfile.mkdtemp(prefix=f"aiaudit-{tag}-")
+    pin = os.path.join(tmp, "net")
+    open(pin, "w").close()
     try:
-        yield name
+        subprocess.run(["unshare", f"--net={pin}", "true"], check=True, capture_output=True)
+        yield pin
     finally:
-        subprocess.run(["ip", "netns", "del", name], check=False, capture_output=True)
+        subprocess.run(["umount", pin], check=False, capture_output=True)
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def run_in(ns: str, *argv: str, stdin: str | None = None) -> str:
-    """Run ``argv`` inside namespace ``ns``; its stdout (raises on failure)."""
-    res = subprocess.run(["ip", "netns", "exec", ns, *argv], input=stdin, text=True,
+    """Run ``argv`` inside the namespace pinned at ``ns``; its stdout (raises on failure)."""
+    res = subprocess.run(["nsenter", f"--net={ns}", *argv], input=stdin, text=True,
                          capture_output=True, timeout=60)
     if res.returncode != 0:
         raise AssertionError(f"{' '.join(argv)} failed: {res.stderr}")

@@ -280,7 +280,7 @@ def test_live_iptables_legacy_invisible_to_nft() -> None:
     require("iptables-legacy-restore")
     rules = "*filter\n:INPUT DROP [0:0]\n-A INPUT -p tcp --dport 22 -j ACCEPT\nCOMMIT\n"
     with netns("fwlegacy") as ns:
-        probe = subprocess.run(["ip", "netns", "exec", ns, "iptables-legacy-restore"],
+        probe = subprocess.run(["nsenter", f"--net={ns}", "iptables-legacy-restore"],
                                input=rules, text=True, capture_output=True)
         if probe.returncode != 0:
             pytest.skip(f"iptables-legacy unusable here: {probe.stderr.strip()}")
