@@ -326,6 +326,19 @@ def _load_firewalld(host: Host, st: FirewallState, rs: nf.Ruleset) -> None:
                                    f"{zone_name} ({zpath})", ev))
     if zpath.startswith("/etc/"):
         st.notes.append(f"firewalld: {zpath} overrides the vendor zone")
+    for other in host.glob("/etc/firewalld/zones/*.xml"):
+        oname = other.rsplit("/", 1)[1][:-4]
+        if oname == zone_name:
+            continue
+        try:
+            oz = fwd.parse_zone(host.read_text(other), oname, other)
+        except (HostError, ParseError) as exc:
+            st.notes.append(f"firewalld: {exc}")
+            continue
+        if oz.interfaces or oz.sources:
+            st.notes.append(f"firewalld: zone {oname} ({other}) is bound to "
+                            + ", ".join(oz.interfaces + oz.sources)
+                            + " and is not evaluated; only the default zone is")
     rs.merge(fwd.to_ruleset(zone, services))
 
 

@@ -434,3 +434,12 @@ def test_dnat_bypass_is_noted(make_root) -> None:
     assert r.status is Status.PASS  # 8888 is not admitted on the input hook ...
     assert "DNAT/REDIRECT rules forward connections" in r.message  # ... but forwarded
     assert "dport 8888" in r.message and "etc/nftables.conf:21" in r.message
+
+
+def test_firewalld_other_bound_zone_is_noted(make_root) -> None:
+    root = firewalld_root(make_root)
+    (root / "etc/firewalld/zones/trusted.xml").write_text(
+        '<?xml version="1.0"?>\n<zone target="ACCEPT">\n<interface name="eth1"/>\n</zone>\n')
+    r = results("firewall.default_deny", root)["ipv4 (boot)"]
+    assert r.status is Status.PASS
+    assert "zone trusted" in r.message and "eth1" in r.message
