@@ -438,6 +438,7 @@ def test_dnat_bypass_is_noted(make_root) -> None:
 
 def test_firewalld_other_bound_zone_is_noted(make_root) -> None:
     root = firewalld_root(make_root)
+    (root / "etc/firewalld/zones").mkdir(parents=True, exist_ok=True)
     (root / "etc/firewalld/zones/trusted.xml").write_text(
         '<?xml version="1.0"?>\n<zone target="ACCEPT">\n<interface name="eth1"/>\n</zone>\n')
     r = results("firewall.default_deny", root)["ipv4 (boot)"]
