@@ -342,23 +342,33 @@ def _load_firewalld(host: Host, st: FirewallState, rs: nf.Ruleset) -> None:
     rs.merge(fwd.to_ruleset(zone, services))
 
 
+IPTABLES_SERVICES = (
+    ("iptables-persistent", "netfilter-persistent.service",
+     ((4, "/etc/iptables/rules.v4"), (6, "/etc/iptables/rules.v6"))),
+    # RHEL iptables-services (UNCONFIRMED: SEMANTICS 6.2): one unit per family
+    ("iptables-services", "iptables.service", ((4, "/etc/sysconfig/iptables"),)),
+    ("iptables-services", "ip6tables.service", ((6, "/etc/sysconfig/ip6tables"),)),
+)
+"""(mechanism, unit, [(family, iptables-restore file)]) loaded at boot when enabled."""
+
+
 def _load_iptables_persistent(host: Host, st: FirewallState, rs: nf.Ruleset) -> None:
-    files = [(4, "/etc/iptables/rules.v4"), (6, "/etc/iptables/rules.v6")]
-    present = [(f, p) for f, p in files if host.exists(p)]
-    if not present:
-        return
-    en = systemd.is_enabled(host, "netfilter-persistent.service")
-    ev = [Evidence.file(en.evidence, None, en.reason)] if en.evidence else []
-    if not en.enabled:
-        st.mechanisms.append(Mechanism("iptables-persistent", False, en.reason, ev))
-        return
-    for fam, path in present:
-        try:
-            rs.merge(ipt.parse(host.read_text(path), fam, path))
-            ev.append(Evidence.file(path))
-        except (HostError, ParseError) as exc:
-            st.problems.append(str(exc))
-    st.mechanisms.append(Mechanism("iptables-persistent", True, en.reason, ev))
+    for mech, unit, files in IPTABLES_SERVICES:
+        present = [(f, p) for f, p in files if host.exists(p)]
+        if not present:
+            continue
+        en = systemd.is_enabled(host, unit)
+        ev = [Evidence.file(en.evidence, None, en.reason)] if en.evidence else []
+        if not en.enabled:
+            st.mechanisms.append(Mechanism(mech, False, en.reason, ev))
+            continue
+        for fam, path in present:
+            try:
+                rs.merge(ipt.parse(host.read_text(path), fam, path))
+                ev.append(Evidence.file(path))
+            except (HostError, ParseError) as exc:
+                st.problems.append(str(exc))
+        st.mechanisms.append(Mechanism(mech, True, en.reason, ev))
 
 
 def load_boot(host: Host) -> FirewallState:

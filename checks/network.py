@@ -209,12 +209,19 @@ def _addr_text(s: procnet.Socket) -> str:
     return str(s.local) if s.local.version == 4 else f"[{s.local}]"
 
 
-def _families(s: procnet.Socket) -> tuple[int, ...]:
-    """Address families that reach the socket (a ``::`` socket also takes IPv4 unless
-    ``bindv6only``; assumed off, the kernel default)."""
+def _families(host: Host, s: procnet.Socket) -> tuple[int, ...]:
+    """Address families that reach the socket: a ``::`` socket also takes IPv4 unless
+    ``net.ipv6.bindv6only`` is 1 (ipv6(7); a socket's own IPV6_V6ONLY is not visible in
+    /proc, so the conservative answer is both)."""
     if s.local.version == 4:
         return (4,)
-    return (4, 6) if s.wildcard else (6,)
+    if not s.wildcard:
+        return (6,)
+    try:
+        v6only = host.read_text("/proc/sys/net/ipv6/bindv6only").strip() == "1"
+    except HostError:
+        v6only = False
+    return (6,) if v6only else (4, 6)
 
 
 def _firewall_note(host: Host, s: procnet.Socket) -> tuple[bool, str]:
@@ -228,7 +235,7 @@ def _firewall_note(host: Host, s: procnet.Socket) -> tuple[bool, str]:
     if live.ruleset is None:
         return False, ""
     outs = [nf.decide(live.ruleset, nf.Probe(f, s.proto, s.port)).outcome
-            for f in _families(s)]
+            for f in _families(host, s)]
     if all(o is nf.Outcome.DROP for o in outs):
         return True, " but the running firewall drops new connections to it"
     return False, ""

@@ -444,3 +444,12 @@ def test_firewalld_other_bound_zone_is_noted(make_root) -> None:
     r = results("firewall.default_deny", root)["ipv4 (boot)"]
     assert r.status is Status.PASS
     assert "zone trusted" in r.message and "eth1" in r.message
+
+
+def test_rhel_iptables_services(make_root) -> None:
+    files = {"/etc/sysconfig/iptables": (FIXTURES / "iptables" / "rules.v4").read_text(),
+             "/usr/lib/systemd/system/iptables.service": "[Service]\n"}
+    dd = results("firewall.default_deny", make_root(files, enabled("iptables.service")))
+    assert dd["ipv4 (boot)"].status is Status.PASS
+    assert "iptables-services" in dd["ipv4 (boot)"].message
+    assert dd["ipv6 (boot)"].status is Status.FAIL
