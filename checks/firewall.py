@@ -11,7 +11,8 @@ Boot configuration (live and offline): what the enabled services load: ``nftable
 ``DEFAULT_INPUT_POLICY``; ``user.rules``/``user6.rules`` tuples), firewalld
 (``firewalld.service`` enabled; ``DefaultZone`` from ``/etc/firewalld/firewalld.conf``, the
 zone from ``/etc/firewalld/zones`` over ``/usr/lib/firewalld/zones``, services mapped to
-ports), and ``/etc/iptables/rules.v4``/``rules.v6`` with ``netfilter-persistent`` enabled.
+ports), ``/etc/iptables/rules.v4``/``rules.v6`` with ``netfilter-persistent`` enabled, and
+RHEL's ``/etc/sysconfig/iptables``/``ip6tables`` with ``iptables.service``/``ip6tables.service``.
 Several mechanisms load into the same kernel: their chains are evaluated together (a drop
 in any is final).  The decision follows :mod:`aiaudit.parsers.netfilter`.
 """
@@ -720,7 +721,8 @@ def run_allowed_ports(ctx: CheckContext) -> Iterator[Result]:
 _DESC = ("Running state (live scan of /): nft -j list ruleset plus iptables-legacy "
          "(iptables -V). Boot: nftables.service's file with includes, ufw (ENABLED=yes and "
          "ufw.service enabled), firewalld (DefaultZone; /etc zones over /usr/lib), "
-         "/etc/iptables/rules.v4|v6 with netfilter-persistent. Every base chain on the input "
+         "/etc/iptables/rules.v4|v6 with netfilter-persistent (RHEL: /etc/sysconfig/"
+         "iptables with iptables.service). Every base chain on the input "
          "hook is evaluated in priority order: accept ends only its chain, drop is final, a "
          "missing policy accepts. Results per address family and state.")
 
