@@ -110,3 +110,6 @@ class RulesetSource:
     """Returns the YAML text."""
     origin: str = ""
     """Where it comes from (shown in messages)."""
+    load_data: Callable[[], Any] | None = None
+    """Optional fast path: returns the already-parsed document (for example from a JSON
+    twin of the YAML file), or ``None`` when no up-to-date parsed copy exists."""

@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
-from typing import Any, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Sequence
 
 from aiaudit import __version__
 from aiaudit.errors import AuditError, ExitCode, RulesetError, UsageError
-from aiaudit.model import SEVERITIES, Severity
+from aiaudit.model import SEVERITIES, Severity, Status
+
+if TYPE_CHECKING:
+    from aiaudit.model import Finding, RunResult, Waiver
+
+if TYPE_CHECKING:
+    from aiaudit.model import RunResult
+    from aiaudit.plugins import Registry
 
 EXIT_CODES_HELP = """\
 exit codes:
@@ -24,6 +33,8 @@ exit codes:
 DEFAULT_RULESET = "dl-training"
 DEFAULT_FAIL_ON = "medium"
 DEFAULT_TIMEOUT = 120.0
+PROLOG_TIMEOUT = 10.0
+"""Default scan deadline with ``--prolog``: a job should not wait long for its node."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -57,7 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     s = sub.add_parser("scan", help="scan the host or a root filesystem",
-                       epilog=EXIT_CODES_HELP,
+                       epilog=EXIT_CODES_HELP + "\n" + MODES_HELP,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     _add_ruleset(s)
     s.add_argument("--root", default="/", metavar="DIR",
@@ -81,15 +92,18 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run only these rules")
     s.add_argument("--skip", nargs="+", default=[], metavar="RULE_ID",
                    help="do not run these rules")
-    s.add_argument("--timeout", type=_positive_float, default=DEFAULT_TIMEOUT,
-                   metavar="SECONDS",
-                   help=f"deadline for the whole scan (default {DEFAULT_TIMEOUT:g})")
+    s.add_argument("--timeout", type=_positive_float, default=None, metavar="SECONDS",
+                   help=f"deadline for the whole scan; rules not finished by then are "
+                        f"reported as not evaluated (default {DEFAULT_TIMEOUT:g}, "
+                        f"{PROLOG_TIMEOUT:g} with --prolog)")
     s.add_argument("--rule-timeout", type=_positive_float, default=None, metavar="SECONDS",
                    help="time one rule may take before it is abandoned (default 20)")
     s.add_argument("--verbose", "-v", action="store_true",
                    help="text format: show details of passed and skipped rules")
     s.add_argument("--debug", action="store_true",
                    help="re-raise unexpected errors in checks (for developers)")
+    _add_syslog_option(s)
+    _add_mode_options(s)
 
     r = sub.add_parser("rules", help="list the rules of a ruleset")
     _add_ruleset(r)
@@ -100,6 +114,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     v = sub.add_parser("validate", help="validate a ruleset file and report every problem")
     v.add_argument("file", metavar="FILE")
+    _add_report_commands(sub)
     return p
 
 
@@ -148,6 +163,157 @@ def _parse_outputs(args: argparse.Namespace, known: set[str]) -> list[tuple[str,
     return outs
 
 
+MODES_HELP = f"""\
+  --on-error pass|fail turns code 3 into 0 or 1 (--prolog: pass, so a Slurm node
+  drains only for a real failure; --timeout {PROLOG_TIMEOUT:g}).  --changes-since and
+  --state filter the reports, never the exit code: it always reflects the whole scan.
+"""
+
+
+def _add_mode_options(s: argparse.ArgumentParser) -> None:
+    """Options for the operating modes: waivers, changes, prolog behaviour."""
+    from aiaudit.runner import ON_ERROR_CHOICES
+
+    g = s.add_argument_group("operating modes")
+    g.add_argument("--waivers", metavar="FILE",
+                   help="waiver file (YAML): accepted failures, each with reason, owner and "
+                        "expiry; expired and unused waivers are reported as notices")
+    prev = g.add_mutually_exclusive_group()
+    prev.add_argument("--changes-since", metavar="PREVIOUS.json",
+                      help="report only results whose status changed since this saved JSON "
+                           "scan (added, fixed, changed; key: rule id + subject)")
+    prev.add_argument("--state", metavar="FILE",
+                      help="like --changes-since FILE, but a missing FILE is a first run "
+                           "(everything reported); FILE is then replaced by this full scan")
+    g.add_argument("--on-error", choices=ON_ERROR_CHOICES, default=None,
+                   help="exit code when no rule at or above --fail-on failed but one could "
+                        "not be evaluated (error, deadline): code = 3 (default), fail = 1, "
+                        "pass = 0 (default with --prolog: do not drain a node because a "
+                        "check could not look)")
+    g.add_argument("--reason", action="store_true",
+                   help="print one line on stderr naming the worst failure (or what could "
+                        "not be evaluated), e.g. for a Slurm drain reason")
+    g.add_argument("--prolog", action="store_true",
+                   help=f"Slurm prolog preset: --timeout {PROLOG_TIMEOUT:g}, --on-error pass "
+                        "and --reason unless given; runs no Slurm command")
+
+
+@dataclass(frozen=True)
+class _Modes:
+    """What the operating-mode options resolve to (read before the scan starts)."""
+
+    timeout: float
+    on_error: str
+    reason: bool
+    waivers: tuple[Waiver, ...] = ()
+    previous: RunResult | None = None
+    previous_origin: str | None = None
+    """Set when results are to be filtered by --changes-since / --state."""
+    state_path: str | None = None
+
+
+def _mode_inputs(args: argparse.Namespace) -> _Modes:
+    """Resolve the mode options and read their input files (bad file: UsageError)."""
+    from aiaudit.changes import load_previous
+    from aiaudit.waivers import load_waivers
+
+    prolog = bool(getattr(args, "prolog", False))
+    timeout = args.timeout or (PROLOG_TIMEOUT if prolog else DEFAULT_TIMEOUT)
+    on_error = args.on_error or ("pass" if prolog else "code")
+    waivers = load_waivers(args.waivers) if args.waivers else ()
+    previous, origin = None, None
+    if args.changes_since:
+        previous, origin = load_previous(args.changes_since), args.changes_since
+    elif args.state:
+        origin = args.state
+        if os.path.lexists(args.state):
+            previous = load_previous(args.state)
+        elif not os.path.isdir(os.path.dirname(os.path.abspath(args.state))):
+            raise UsageError(f"--state {args.state}: the directory does not exist")
+    return _Modes(timeout=timeout, on_error=on_error, reason=args.reason or prolog,
+                  waivers=waivers, previous=previous, previous_origin=origin,
+                  state_path=args.state)
+
+
+def _shown_run(run: RunResult, modes: _Modes) -> RunResult:
+    """The run the reports show: only the changes with --changes-since / --state."""
+    from aiaudit.changes import changes_since
+
+    if modes.previous_origin is None:
+        return run
+    return changes_since(run, modes.previous, modes.previous_origin)
+
+
+def _finish_modes(run: RunResult, modes: _Modes, fail_on: Severity, code: int) -> None:
+    """After the reports: save the --state scan, print the --reason line."""
+    if modes.state_path:
+        from aiaudit.reporters.json import render
+
+        _write_atomic(modes.state_path, render(run, {}))
+    if modes.reason:
+        line = reason_line(run, fail_on, code)
+        if line:
+            print(line, file=sys.stderr)
+
+
+def _one_line(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def reason_line(run: RunResult, fail_on: Severity, code: int, limit: int = 250) -> str | None:
+    """One line for a drain reason: the worst failure at or above ``fail_on`` (else the
+    first rule that could not be evaluated) and how many more; ``None`` if nothing to say.
+
+    ``aiaudit: FAIL MEMLOCK-SOFT (alice: 64 KiB, expected unlimited); 2 more``
+    """
+    def worst(status: Status) -> list[Finding]:
+        found = [f for f in run.findings
+                 if f.status is status and f.severity.rank >= fail_on.rank]
+        return sorted(found, key=lambda f: (-f.severity.rank, f.rule_id, f.result.subject))
+
+    failed, errors = worst(Status.FAIL), worst(Status.ERROR)
+    if failed:
+        head, items = "FAIL", failed
+    elif errors:
+        head = "ERROR" if code else "WARN not evaluated"
+        items = errors
+    else:
+        return None
+    f = items[0]
+    r = f.result
+    subject = "" if r.subject in ("", "-") else f"{r.subject}: "
+    if r.status is Status.FAIL and r.actual is not None and r.expected is not None:
+        detail = f"{subject}{r.actual}, expected {r.expected}"
+    else:
+        detail = f"{subject}{r.message}"
+    more = f"; {len(items) - 1} more" if len(items) > 1 else ""
+    budget = limit - len(f"aiaudit: {head} {f.rule_id} ()") - len(more)
+    return f"aiaudit: {head} {f.rule_id} ({_one_line(detail, max(budget, 20))}){more}"
+
+
+def _write_atomic(path: str, text: str) -> None:
+    """Write ``path`` through a temporary file in the same directory and a rename, so a
+    reader (the next --state run, a log shipper) never sees half a file."""
+    import tempfile
+
+    folder = os.path.dirname(os.path.abspath(path))
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".aiaudit-", dir=folder)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(text)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {exc.strerror}") from None
+
+
 def cmd_scan(args: argparse.Namespace) -> int:
     """``aiaudit scan``."""
     from aiaudit import plugins
@@ -165,23 +331,38 @@ def cmd_scan(args: argparse.Namespace) -> int:
             raise UsageError(f"unknown rule {rid!r} in ruleset {rs.name}")
     fail_on = Severity(args.fail_on or rs.settings.get("fail_on") or DEFAULT_FAIL_ON)
     user, user_source = _resolve_user(args, dict(rs.settings))
+    modes = _mode_inputs(args)
     host = Host(args.root, live=args.live)
     opts = ScanOptions(
         user=user, user_source=user_source, only=tuple(args.only), skip=tuple(args.skip),
-        timeout=args.timeout, fail_on=fail_on, reraise=args.debug,
+        timeout=modes.timeout, fail_on=fail_on, reraise=args.debug, waivers=modes.waivers,
         **({"rule_timeout": args.rule_timeout} if args.rule_timeout else {}),
     )
     run = scan(rs, host, opts)
+    shown = _shown_run(run, modes)
+    _emit(reg, shown, outputs, verbose=args.verbose)
+    code = exit_status(run, fail_on, on_error=modes.on_error)
+    _finish_modes(run, modes, fail_on, code)
+    if args.syslog:
+        code = _send_syslog(shown, args.syslog, code)
+    return code
+
+
+def _emit(reg: Registry, run: RunResult, outputs: list[tuple[str, str | None]], *,
+          verbose: bool = False) -> None:
+    """Render ``run`` once per requested output and write each (stdout or its file)."""
+    from aiaudit.reporters._common import text_safe
+
     for fmt, path in outputs:
         color = (path is None and sys.stdout.isatty() and not os.environ.get("NO_COLOR")
                  and os.environ.get("TERM") != "dumb")
-        text = reg.reporters[fmt].render(run, {"color": color, "verbose": args.verbose})
+        # text_safe: undecodable file names (surrogate escapes) must not crash the write
+        text = text_safe(reg.reporters[fmt].render(run, {"color": color, "verbose": verbose}))
         if path is None:
             sys.stdout.write(text)
             sys.stdout.flush()
         else:
             _write(path, text)
-    return exit_status(run, fail_on)
 
 
 def _write(path: str, text: str) -> None:
@@ -241,8 +422,84 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
+# ------------------------------------------------------------------ reports: render, remediate
+def _add_syslog_option(p: argparse.ArgumentParser) -> None:
+    from aiaudit.syslog import DEFAULT_SOCKET
+
+    p.add_argument("--syslog", nargs="?", const=DEFAULT_SOCKET, default=None, metavar="SOCKET",
+                   help=f"also send one JSON event per result to syslog (ident aiaudit, "
+                        f"facility user) through SOCKET (default {DEFAULT_SOCKET})")
+
+
+def _add_report_commands(sub: Any) -> None:
+    d = sub.add_parser("render", help="re-render a saved JSON report in another format",
+                       description="Read a report written by `aiaudit scan -o json:FILE` "
+                                   "(validated against schemas/report.schema.json) and "
+                                   "render it again.")
+    d.add_argument("report", metavar="SCAN.json", help="saved JSON report (- for stdin)")
+    d.add_argument("--format", default="text", metavar="FORMAT",
+                   help="output format for stdout / --output FILE (text, json, sarif, ...)")
+    d.add_argument("--output", "-o", action="append", default=[], metavar="[FORMAT:]FILE",
+                   help="write to FILE (repeatable; FORMAT:FILE picks its format)")
+    d.add_argument("--verbose", "-v", action="store_true",
+                   help="text format: show details of passed and skipped rules")
+    m = sub.add_parser("remediate", help="write a fix bundle (files, install.sh, playbook) "
+                                         "from a saved JSON report",
+                       description="Write the drop-in files, an install.sh and an Ansible "
+                                   "playbook that fix the failures of a saved scan.  aiaudit "
+                                   "itself changes nothing on the host.")
+    m.add_argument("report", metavar="SCAN.json", help="saved JSON report (- for stdin)")
+    m.add_argument("--output-dir", "-d", required=True, metavar="DIR",
+                   help="directory for the bundle (created; must be empty unless --force)")
+    m.add_argument("--min-severity", choices=SEVERITIES, default="info",
+                   help="only fix failures at or above this severity (default info: all)")
+    m.add_argument("--force", action="store_true",
+                   help="write into DIR even if it is not empty")
+
+
+def cmd_render(args: argparse.Namespace) -> int:
+    """``aiaudit render SCAN.json``."""
+    from aiaudit import plugins
+    from aiaudit.savedreport import load_report
+
+    reg = plugins.registry()
+    outputs = _parse_outputs(args, set(reg.reporters))
+    run = load_report(args.report)
+    _emit(reg, run, outputs, verbose=args.verbose)
+    return ExitCode.OK
+
+
+def cmd_remediate(args: argparse.Namespace) -> int:
+    """``aiaudit remediate SCAN.json --output-dir DIR``."""
+    from aiaudit import remediate
+    from aiaudit.savedreport import load_report
+
+    run = load_report(args.report)
+    b = remediate.write(run, args.output_dir, min_severity=Severity(args.min_severity),
+                        force=args.force)
+    print(f"{args.output_dir}: {len(b.fixed)} failure(s) addressed: {len(b.files)} file(s), "
+          f"{len(b.commands)} command(s); {len(b.manual) + len(b.unfixable)} need a manual "
+          f"fix.  Review {os.path.join(args.output_dir, remediate.README)}, then run "
+          f"{remediate.SCRIPT}.")
+    return ExitCode.OK
+
+
+def _send_syslog(run: RunResult, socket_path: str, code: int) -> int:
+    """Send the run's events to syslog; on failure one message and exit code 2, unless the
+    scan already exits 1 or 3 (that code says more about the host and is kept)."""
+    from aiaudit.reporters.events import events
+    from aiaudit.syslog import SyslogError, send
+
+    try:
+        send(events(run), socket_path=socket_path)
+    except SyslogError as exc:
+        print(f"aiaudit: error: --syslog: {exc}", file=sys.stderr)
+        return code if code in (ExitCode.FAILED, ExitCode.NOT_EVALUATED) else ExitCode.USAGE
+    return code
+
+
 COMMANDS = {"scan": cmd_scan, "rules": cmd_rules, "explain": cmd_explain,
-            "validate": cmd_validate}
+            "validate": cmd_validate, "render": cmd_render, "remediate": cmd_remediate}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

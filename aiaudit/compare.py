@@ -32,7 +32,8 @@ def _eq(a: Any, b: Any) -> bool:
 
 def holds(actual: Any, op: str, expected: Any) -> bool:
     """True if ``actual op expected``.  Numbers compare numerically (``"0010" == 10``),
-    anything else as whitespace-normalised text; an ordering against a non-number is false.
+    anything else as whitespace-normalised text.  An ordering (lt/le/gt/ge) with a value
+    that is not a number raises :class:`ValueError`: the value cannot be judged.
     """
     if op == "eq":
         return _eq(actual, expected)
@@ -44,7 +45,8 @@ def holds(actual: Any, op: str, expected: Any) -> bool:
         return found if op == "in" else not found
     na, nb = _num(actual), _num(expected)
     if na is None or nb is None:
-        return False
+        bad = actual if na is None else expected
+        raise ValueError(f"'{bad}' is not a number")
     return {"lt": na < nb, "le": na <= nb, "gt": na > nb, "ge": na >= nb}[op]
 
 
@@ -59,7 +61,7 @@ def fields_hold(actual: str, fields: Sequence[dict[str, Any] | None]) -> list[in
     """Indexes of the fields of a multi-value ``actual`` (whitespace separated) that
     do not satisfy their expectation (``None`` = any value).  A missing field fails."""
     parts = actual.split()
-    bad = []
+    bad = []  # a non-numeric field under an ordering raises ValueError (see holds)
     for i, spec in enumerate(fields):
         if spec is None:
             continue

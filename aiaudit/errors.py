@@ -67,6 +67,11 @@ class PathEscape(HostError):
     """The path, or a symlink on the way, leads outside the scanned root: refused."""
 
 
+class SymlinkLoop(HostError):
+    """Too many symbolic links on the way (ELOOP): the real program could not open it
+    either."""
+
+
 class NotRegularFile(HostError):
     """The path is a FIFO, device, socket or directory where a file was expected."""
 

@@ -16,11 +16,13 @@ import fnmatch
 import os
 import signal
 import stat
-import subprocess
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable, Sequence, TypeVar
+from typing import TYPE_CHECKING, Callable, Sequence, TypeVar
+
+if TYPE_CHECKING:
+    import subprocess
 
 from aiaudit.errors import (
     CommandError,
@@ -29,6 +31,7 @@ from aiaudit.errors import (
     NotFound,
     NotRegularFile,
     PathEscape,
+    SymlinkLoop,
     TooLarge,
 )
 
@@ -220,7 +223,7 @@ class Host:
             if stat.S_ISLNK(st.st_mode):
                 hops += 1
                 if hops > MAX_SYMLINKS:
-                    raise HostError(f"{path}: too many levels of symbolic links")
+                    raise SymlinkLoop(f"{path}: too many levels of symbolic links")
                 try:
                     target = os.readlink(self.real(cand))
                 except OSError as exc:
@@ -451,6 +454,8 @@ class Host:
         remaining = self.deadline.remaining()
         if remaining is not None:
             limit = min(limit, remaining)
+        import subprocess  # only live scans of the real / run commands
+
         env = {"PATH": ":".join(TRUSTED_BIN_DIRS), "LC_ALL": "C"}
         try:
             proc = subprocess.Popen(
@@ -489,6 +494,8 @@ def which(name: str) -> str | None:
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    import subprocess
+
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except OSError:

@@ -99,23 +99,22 @@ def _short(err: Any) -> str:
     return err.message if len(err.message) < 300 else err.message[:300] + "..."
 
 
-def _read_file(path: str) -> str:
-    """Read a ruleset file the user named (regular files only, size-capped)."""
+def _read_file(path: str, what: str = "ruleset", limit: int = MAX_RULESET_BYTES) -> str:
+    """Read a ruleset (or other input) file the user named (regular files only, at most
+    ``limit`` bytes); ``what`` names it in messages."""
     try:
         st = os.stat(path)
     except OSError as exc:
-        raise UsageError(f"{path}: cannot read ruleset: {exc.strerror}") from None
+        raise UsageError(f"{path}: cannot read {what}: {exc.strerror}") from None
     if not stat.S_ISREG(st.st_mode):
         raise UsageError(f"{path}: not a regular file")
-    if st.st_size > MAX_RULESET_BYTES:
-        raise UsageError(
-            f"{path}: {st.st_size} bytes is too large for a ruleset (limit {MAX_RULESET_BYTES})"
-        )
+    if st.st_size > limit:
+        raise UsageError(f"{path}: {st.st_size} bytes is too large for a {what} (limit {limit})")
     try:
         with open(path, "rb") as fh:
-            data = fh.read(MAX_RULESET_BYTES + 1)
+            data = fh.read(limit + 1)
     except OSError as exc:
-        raise UsageError(f"{path}: cannot read ruleset: {exc.strerror}") from None
+        raise UsageError(f"{path}: cannot read {what}: {exc.strerror}") from None
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -136,7 +135,8 @@ class _Raw:
     path: str | None
 
 
-def _load_doc(ref: str, registry: Registry, base_dir: str | None) -> _Raw:
+def _load_doc(ref: str, registry: Registry, base_dir: str | None,
+              validate: bool | None = None) -> _Raw:
     from aiaudit import yamlpos
 
     if is_path(ref):
@@ -148,8 +148,13 @@ def _load_doc(ref: str, registry: Registry, base_dir: str | None) -> _Raw:
         if src is None:
             known = ", ".join(sorted(registry.rulesets)) or "none"
             raise UsageError(f"unknown ruleset {ref!r} (shipped: {known}; or give a path)")
-        text, origin, real = src.load(), src.origin or ref, None
+        origin, real = src.origin or ref, None
         trusted = src.origin.startswith("aiaudit.rulesets/")
+        if trusted and validate is not True and src.load_data is not None:
+            data = src.load_data()
+            if data is not None:
+                return _Raw(Located(data, None, origin), trusted, real)
+        text = src.load()
     try:
         doc = yamlpos.load(text, origin)
     except Exception as exc:  # yaml.YAMLError and its C-loader relatives
@@ -174,7 +179,7 @@ def load(ref: str, registry: Registry, *, validate: bool | None = None) -> Rules
     ref_now: str | None = ref
     base_dir: str | None = None
     while ref_now is not None:
-        raw = _load_doc(ref_now, registry, base_dir)
+        raw = _load_doc(ref_now, registry, base_dir, validate)
         key = raw.path or f"shipped:{ref_now}"
         if key in seen:
             cycle = " -> ".join([*seen, key])

@@ -124,13 +124,25 @@ def _run_isolated(rule: Rule, ctx: CheckContext, budget: float | None,
 
 
 def apply_waivers(findings: list[Finding], waivers: Sequence[Waiver], host: HostInfo,
-                  today: str) -> tuple[list[Finding], list[str]]:
-    """Attach matching, unexpired waivers to failures; return notices about expired and
-    unused waivers."""
+                  today: str, rule_ids: Sequence[str] | None = None
+                  ) -> tuple[list[Finding], list[str]]:
+    """Attach the first matching, unexpired waiver to each failure; return notices.
+
+    Only ``fail`` results are waived (an ``error`` means "could not look" and is never
+    hidden).  A waiver applies through its ``expires`` day (``today`` is ``YYYY-MM-DD``).
+    Notices name, with the waiver's file:line:col: every expired waiver (and how many
+    failures it no longer covers), every waiver whose rule pattern matches none of
+    ``rule_ids`` (a typo or a removed rule), and every waiver that matched no failure
+    (stale).  A waiver whose ``host`` pattern does not match this host is silent here: one
+    waiver file serves a fleet.
+    """
     from fnmatch import fnmatchcase
 
+    def host_ok(w: Waiver) -> bool:
+        return w.host is None or fnmatchcase(host.hostname, w.host)
+
     used: set[int] = set()
-    notices: list[str] = []
+    uncovered: dict[int, int] = {}
     expired = {i for i, w in enumerate(waivers) if w.expires < today}
     out = []
     for f in findings:
@@ -139,25 +151,31 @@ def apply_waivers(findings: list[Finding], waivers: Sequence[Waiver], host: Host
             continue
         applied = None
         for i, w in enumerate(waivers):
-            if not fnmatchcase(f.rule_id, w.rule):
+            if not (fnmatchcase(f.rule_id, w.rule) and host_ok(w)
+                    and (w.subject is None or fnmatchcase(f.result.subject, w.subject))):
                 continue
-            if w.subject is not None and not fnmatchcase(f.result.subject, w.subject):
-                continue
-            if w.host is not None and not fnmatchcase(host.hostname, w.host):
+            if i in expired:
+                uncovered[i] = uncovered.get(i, 0) + 1
                 continue
             used.add(i)
-            if i in expired:
-                continue
             applied = w
             break
         out.append(replace(f, waiver=applied) if applied else f)
+    notices: list[str] = []
     for i, w in enumerate(waivers):
+        what = f"waiver for {w.rule}" + (f" subject {w.subject}" if w.subject else "")
         where = f" ({w.source})" if w.source else ""
+        if not host_ok(w):
+            continue
         if i in expired:
-            notices.append(f"waiver for {w.rule} expired on {w.expires}{where}; "
-                           "it no longer applies")
+            n = uncovered.get(i, 0)
+            notices.append(f"{what} expired on {w.expires}{where}: it no longer applies"
+                           + (f" ({n} failure(s) no longer waived)" if n else ""))
+        elif rule_ids is not None and not any(fnmatchcase(r, w.rule) for r in rule_ids):
+            notices.append(f"{what} matches no rule of this scan{where}: "
+                           "fix the rule id or remove it")
         elif i not in used:
-            notices.append(f"waiver for {w.rule} matched no failure{where}; remove it if stale")
+            notices.append(f"{what} matched no failure{where}: remove it if stale")
     return out, notices
 
 
@@ -197,7 +215,8 @@ def scan(ruleset: Ruleset, host: Host, options: ScanOptions,
         findings.extend(_finding(rule, r) for r in results)
     info = (host_info or default_host_info)(host)
     today = options.today or started_wall.date().isoformat()
-    findings, wnotices = apply_waivers(findings, options.waivers, info, today)
+    findings, wnotices = apply_waivers(findings, options.waivers, info, today,
+                                       [r.id for r in rules])
     notices.extend(wnotices)
     return RunResult(
         tool_version=__version__,
@@ -219,14 +238,26 @@ def _finding(rule: Rule, result: Result) -> Finding:
                    title=rule.info.title, result=result)
 
 
-def exit_status(run: RunResult, fail_on: Severity, *, error_code_on_unevaluated: bool = True
-                ) -> int:
-    """Exit code for a finished scan (see :class:`aiaudit.errors.ExitCode`)."""
+ON_ERROR_CHOICES = ("code", "fail", "pass")
+"""What an ``error`` result at or above the threshold does to the exit code: ``code`` exits
+3 (NOT_EVALUATED), ``fail`` exits 1 as a failure would, ``pass`` ignores it (exit 0)."""
+
+
+def exit_status(run: RunResult, fail_on: Severity, *, error_code_on_unevaluated: bool = True,
+                on_error: str = "code") -> int:
+    """Exit code for a finished scan (see :class:`aiaudit.errors.ExitCode`).
+
+    Failures at or above ``fail_on`` give 1.  Otherwise errors ("could not evaluate") at
+    or above it give 3, 1 or 0 by ``on_error`` (see :data:`ON_ERROR_CHOICES`);
+    ``error_code_on_unevaluated=False`` is the older spelling of ``on_error="pass"``.
+    """
     from aiaudit.errors import ExitCode
 
     at_or_above = [f for f in run.findings if f.severity.rank >= fail_on.rank]
     if any(f.status is Status.FAIL for f in at_or_above):
         return ExitCode.FAILED
-    if error_code_on_unevaluated and any(f.status is Status.ERROR for f in at_or_above):
-        return ExitCode.NOT_EVALUATED
+    if not error_code_on_unevaluated or on_error == "pass":
+        return ExitCode.OK
+    if any(f.status is Status.ERROR for f in at_or_above):
+        return ExitCode.FAILED if on_error == "fail" else ExitCode.NOT_EVALUATED
     return ExitCode.OK

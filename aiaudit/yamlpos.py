@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
-import yaml
+if TYPE_CHECKING:  # yaml is imported only when a YAML document is really parsed
+    import yaml
 
-try:  # the C loader is several times faster; fall back to pure Python where absent
-    _Loader: type = yaml.CSafeLoader
-except AttributeError:  # pragma: no cover - depends on the PyYAML build
-    _Loader = yaml.SafeLoader
+
+def _loader_class() -> type:
+    import yaml
+
+    # the C loader is several times faster; fall back to pure Python where absent
+    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @dataclass(frozen=True)
@@ -24,6 +27,8 @@ class Located:
 
     def where(self, path: Sequence[str | int] = ()) -> str:
         """``origin:line:col`` of the deepest node reachable along ``path``."""
+        if self.node is None:  # parsed from a JSON twin: no positions
+            return self.origin
         node = self.node
         for key in path:
             child = _child(node, key)
@@ -37,6 +42,8 @@ class Located:
 
 
 def _child(node: yaml.Node | None, key: str | int) -> yaml.Node | None:
+    import yaml
+
     if isinstance(node, yaml.MappingNode):
         for k, v in node.value:
             if isinstance(k, yaml.ScalarNode) and k.value == str(key):
@@ -49,6 +56,8 @@ def _child(node: yaml.Node | None, key: str | int) -> yaml.Node | None:
 
 def duplicate_keys(doc: Located) -> list[str]:
     """Messages for mapping keys that appear twice (YAML would silently keep the last)."""
+    import yaml
+
     out: list[str] = []
 
     def walk(node: yaml.Node | None) -> None:
@@ -72,9 +81,10 @@ def duplicate_keys(doc: Located) -> list[str]:
     return out
 
 
-def load(text: str, origin: str) -> Located:
-    """Parse one YAML document; raises :class:`yaml.YAMLError` with a position."""
-    loader = _Loader(text)
+def load(text: str, origin: str, loader_class: type | None = None) -> Located:
+    """Parse one YAML document; raises :class:`yaml.YAMLError` with a position.
+    ``loader_class`` replaces the (C) safe loader, e.g. one with other constructors."""
+    loader = (loader_class or _loader_class())(text)
     try:
         node = loader.get_single_node()
         data = loader.construct_document(node) if node is not None else None

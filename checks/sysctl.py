@@ -25,7 +25,7 @@ from aiaudit.api import (
     hookimpl,
 )
 from aiaudit.compare import OPS, describe, describe_fields, fields_hold, holds
-from aiaudit.errors import HostError, NotFound, NotRegularFile, ParseError
+from aiaudit.errors import HostError, NotFound, NotRegularFile, ParseError, SymlinkLoop
 from aiaudit.host import Host
 from aiaudit.packages import dpkg_version
 from aiaudit.parsers import dpkg
@@ -125,8 +125,8 @@ def load_config(host: Host) -> SysctlConfig:
         else:
             try:
                 out, _warnings = sp.parse(host.read_text(cf.path), cf.path)
-            except NotRegularFile as exc:
-                notes.append(f"{exc}; systemd-sysctl ignores it")
+            except (NotRegularFile, SymlinkLoop) as exc:
+                notes.append(f"{exc}; systemd-sysctl cannot use it either")
             except NotFound:
                 notes.append(f"{cf.path}: dangling symlink, ignored")
             except (HostError, ParseError) as exc:
@@ -208,24 +208,56 @@ def _bound(op: str, value: Any) -> str | None:
 
 
 # ------------------------------------------------------------------ the check
+def printable(text: str) -> str:
+    """``text`` with control characters shown as ``\\xNN`` (values end up in reports)."""
+    return "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in text)
+
+
 def _loc(e: sp.Entry) -> str:
     return f"{e.file.lstrip('/')}:{e.line}"
 
 
+def dropin_path(cfg: SysctlConfig, key: str) -> str | None:
+    """Where the fix for ``key`` goes: :data:`DROPIN`, unless a file that sets the key sorts
+    at or after it (e.g. ``99-zzz-local.conf``); then a name that sorts after every such
+    file (strcmp order), so the fix really is the last assignment at boot.  ``None`` when no
+    sensible name sorts last (a setter named with bytes above ``z``): edit that file."""
+    d, _, name = DROPIN.rpartition("/")
+    setters = [e.file.rpartition("/")[2].encode("utf-8", "surrogateescape")
+               for e in cfg.entries if fnmatch_key(e, key) and e.value is not None]
+    for _ in range(8):
+        if not any(b >= name.encode() for b in setters):
+            return f"{d}/{name}"
+        name = "z" + name
+    return None
+
+
+def fnmatch_key(entry: sp.Entry, key: str) -> bool:
+    """True if ``entry`` (explicit or glob) sets ``key``."""
+    import fnmatch
+
+    return fnmatch.fnmatchcase(key, entry.key) if entry.is_glob else entry.key == key
+
+
 def _remediation(key: str, display: str, exp: Expectation, current: str | None,
-                 decision: sp.Decision | None, live: bool) -> Remediation:
+                 decision: sp.Decision | None, live: bool, target: str | None) -> Remediation:
     value = exp.suggest(current)
     where = ""
     if decision is not None and decision.entry is not None:
         where = f"; or change {_loc(decision.entry)}"
-    if value is None:
+        if target is None:
+            return Remediation(f"Change {_loc(decision.entry)} so that {display} is "
+                               f"{exp.text()} (no drop-in name sorts after that file).")
+    if value is None or target is None:
         return Remediation(f"Set {display} so that it is {exp.text()}{where}.")
-    snippets = [Snippet.file(DROPIN, f"{display} = {value}\n",
+    snippets = [Snippet.file(target, f"{display} = {value}\n",
                              f"persist {display} (sorts last in /etc/sysctl.d)")]
+    now = ""
     if live:
         snippets.append(Snippet.command(f"sysctl -w {display}='{value}'",
                                         f"apply {display} now"))
-    return Remediation(f"Persist {display} = {value} in {DROPIN}{where}, and apply it now.",
+        now = ", and apply it now"
+    return Remediation(f"Persist {display} = {value} in {target}{where}{now}.",
                        tuple(snippets))
 
 
@@ -243,7 +275,7 @@ def run(ctx: CheckContext) -> Iterator[Result]:
     if host.live:
         proc_path = f"/proc/sys/{key}"
         try:
-            runtime = sp.normalize_value(host.read_text(proc_path))
+            runtime = printable(sp.normalize_value(host.read_text(proc_path)))
         except NotFound:
             outcome = p.get("missing", "skip")
             msg = f"{display} does not exist on this kernel ({proc_path} absent)"
@@ -258,7 +290,6 @@ def run(ctx: CheckContext) -> Iterator[Result]:
     pdec = sp.procps_decide(cfg.procps_entries, key, globs=cfg.procps_globs)
     default = p.get("kernel_default")
     boot = dec.value if dec.value is not None else (None if default is None else str(default))
-    boot_ok = None if boot is None else exp.ok(boot)
     if dec.entry is not None:
         evidence.append(Evidence.file(dec.entry.file, dec.entry.line, dec.entry.raw.strip()))
         data["persisted"] = {"value": dec.value, "source": _loc(dec.entry)}
@@ -290,11 +321,19 @@ def run(ctx: CheckContext) -> Iterator[Result]:
     def result(status: Status, aspect: Aspect, msg: str, actual: str | None) -> Result:
         rem = None
         if status is Status.FAIL:
-            rem = _remediation(key, display, exp, runtime or boot, dec, host.live)
+            rem = _remediation(key, display, exp, runtime or boot, dec, host.live,
+                               dropin_path(cfg, key))
         return Result(status, display, msg + note, expected=want, actual=actual, aspect=aspect,
                       evidence=tuple(evidence), remediation=rem, data=data)
 
     unknown = "; ".join(cfg.problems)
+    try:
+        boot_ok = None if boot is None else exp.ok(boot)
+        rt_ok = exp.ok(runtime) if runtime is not None else None
+    except ValueError as exc:
+        yield result(Status.ERROR, Aspect.RUNTIME if host.live else Aspect.PERSISTED,
+                     f"{display}: cannot compare the value: {exc}", runtime or boot)
+        return
     if not host.live:
         if unknown:
             yield result(Status.ERROR, Aspect.PERSISTED,
@@ -308,10 +347,13 @@ def run(ctx: CheckContext) -> Iterator[Result]:
         return
 
     assert runtime is not None
-    rt_ok = exp.ok(runtime)
     check_persist = bool(p.get("persist", True))
     if not rt_ok:
-        if boot_ok and dec.value is not None:
+        if unknown:
+            yield result(Status.FAIL, Aspect.RUNTIME,
+                         f"{display} is {runtime}; expected {want}; the persisted value cannot "
+                         f"be determined: {unknown}", runtime)
+        elif boot_ok and dec.value is not None:
             yield result(Status.FAIL, Aspect.DRIFT,
                          f"{display} is {runtime} now, but the persisted {persisted_txt} "
                          "is right: it was changed at runtime or never applied", runtime)

@@ -43,6 +43,15 @@ def _sort_key(f: Finding) -> tuple[int, str, str]:
     return (-f.severity.rank, f.rule_id, f.result.subject)
 
 
+def _change_tag(f: Finding) -> str:
+    """`` (added)`` / `` (fixed, was fail)`` for a --changes-since result, else empty."""
+    change = f.result.data.get("change") if f.result.data else None
+    if not isinstance(change, dict) or "kind" not in change:
+        return ""
+    was = change.get("previous_status")
+    return f" ({change['kind']}, was {was})" if was else f" ({change['kind']})"
+
+
 def _detail_lines(f: Finding) -> list[list[Segment]]:
     r = f.result
     lines: list[list[Segment]] = []
@@ -80,7 +89,8 @@ def build(run: RunResult, verbose: bool = False) -> list[list[Segment]]:
     osname = f" ({h.os_name})" if h.os_name else ""
     out.append([("aiaudit ", "bold"), (run.tool_version, ""), ("  ruleset ", "dim"),
                 (f"{run.ruleset} {run.ruleset_version}", "bold"), ("  host ", "dim"),
-                (f"{h.hostname}{osname}", "bold"), (f"  {h.mode}, root {h.root}", "dim")])
+                (f"{h.hostname}{osname}", "bold"), (f"  {h.mode}, root {h.root}", "dim"),
+                (f", image {h.image_id}" if h.image_id else "", "dim")])
     out.append([(f"started {run.started}, took {run.duration_s:.2f}s", "dim")])
     groups: dict[Status, list[Finding]] = {s: [] for s in GROUP_ORDER}
     for f in run.findings:
@@ -97,7 +107,7 @@ def build(run: RunResult, verbose: bool = False) -> list[list[Segment]]:
                 (f"{status.value.upper():<6}", STATUS_STYLE[status]), (" ", ""),
                 (f"{f.severity.value:<8}", SEVERITY_STYLE[f.severity]), (" ", ""),
                 (f.rule_id, "bold"), ("  ", ""), (f.result.subject, "cyan"),
-                (aspect, "magenta"),
+                (aspect, "magenta"), (_change_tag(f), "bold yellow"),
                 ("  " + (f.title if status is not Status.PASS or verbose else ""), "dim"),
             ])
             if status in (Status.PASS,) and not verbose:

@@ -1,0 +1,192 @@
+#!/usr/bin/env python3
+"""Benchmark: wall time and peak memory of ``aiaudit scan`` against ``python3 -c pass``.
+
+Measures, in one run and on the same machine, the median wall time (and peak RSS) of:
+- ``python -c pass`` (the interpreter's own start-up: the unit of the ratios);
+- ``aiaudit scan --ruleset dl-training`` with ``--format json`` and ``--format text``, on
+  this host live, on a small fixture root and on a large generated root (512 CPUs with 10
+  idle states each, 64 NVMe namespaces, 200 sysctl.d files), the fixture roots scanned live
+  (``--live``) so the /sys and /proc parts are exercised.
+
+Targets (issue 8): JSON <= 6x python start-up, text <= 10x, large <= 1.5x small, peak
+memory <= 40 MB.  Usage::
+
+    .venv/bin/python bench/bench.py [--runs 15] [--json out.json] [--check]
+
+``--check`` exits 1 when a target is missed.  This is a script, not a timed test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+
+
+def measure(argv: list[str], runs: int) -> dict[str, float]:
+    """Median/p90 wall seconds and max peak RSS (MB) of ``argv`` over ``runs`` runs."""
+    walls, rss = [], []
+    env = dict(os.environ, NO_COLOR="1")
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                env=env)
+        _, status, usage = os.wait4(proc.pid, 0)
+        walls.append(time.perf_counter() - t0)
+        rss.append(usage.ru_maxrss / 1024)  # KiB on Linux
+        proc.returncode = os.waitstatus_to_exitcode(status)
+    walls.sort()
+    return {"median_s": statistics.median(walls),
+            "p90_s": walls[min(len(walls) - 1, int(len(walls) * 0.9))],
+            "peak_rss_mb": max(rss)}
+
+
+def _w(root: Path, rel: str, text: str) -> None:
+    p = root / rel
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(text)
+
+
+def make_host(root: Path, cpus: int, cstates: int, nvme: int, sysctl_files: int) -> Path:
+    """A synthetic live host tree (sysfs/procfs layout as on a real machine)."""
+    cpu = "sys/devices/system/cpu"
+    _w(root, f"{cpu}/online", f"0-{cpus - 1}\n")
+    _w(root, f"{cpu}/present", f"0-{cpus - 1}\n")
+    _w(root, f"{cpu}/possible", f"0-{cpus - 1}\n")
+    _w(root, f"{cpu}/cpuidle/current_driver", "intel_idle\n")
+    _w(root, f"{cpu}/intel_pstate/status", "active\n")
+    _w(root, f"{cpu}/intel_pstate/no_turbo", "0\n")
+    lat = [0, 2, 10, 40, 133, 200, 290, 400, 600, 1000]
+    for c in range(cpus):
+        pol = f"{cpu}/cpufreq/policy{c}"
+        _w(root, f"{pol}/scaling_driver", "intel_pstate\n")
+        _w(root, f"{pol}/scaling_governor", "powersave\n")
+        _w(root, f"{pol}/energy_performance_preference", "balance_performance\n")
+        _w(root, f"{pol}/affected_cpus", f"{c}\n")
+        _w(root, f"{pol}/related_cpus", f"{c}\n")
+        _w(root, f"{pol}/scaling_min_freq", "800000\n")
+        _w(root, f"{pol}/scaling_max_freq", "3800000\n")
+        _w(root, f"{pol}/cpuinfo_min_freq", "800000\n")
+        _w(root, f"{pol}/cpuinfo_max_freq", "3800000\n")
+        cdir = root / cpu / f"cpu{c}"
+        cdir.mkdir(parents=True, exist_ok=True)
+        os.symlink(f"../cpufreq/policy{c}", cdir / "cpufreq")
+        _w(root, f"{cpu}/cpu{c}/online", "1\n")
+        _w(root, f"{cpu}/cpu{c}/power/pm_qos_resume_latency_us", "0\n")
+        for s in range(cstates):
+            st = f"{cpu}/cpu{c}/cpuidle/state{s}"
+            _w(root, f"{st}/name", "POLL\n" if s == 0 else f"C{s}\n")
+            _w(root, f"{st}/desc", f"state {s}\n")
+            _w(root, f"{st}/latency", f"{lat[s % len(lat)]}\n")
+            _w(root, f"{st}/residency", f"{lat[s % len(lat)] * 3}\n")
+            _w(root, f"{st}/disable", "0\n")
+    for n in range(nvme):
+        dev = f"sys/devices/pci0000:00/0000:00:{n % 32:02x}.0/nvme/nvme{n}/nvme{n}n1"
+        _w(root, f"{dev}/queue/scheduler", "[none] mq-deadline kyber bfq\n")
+        _w(root, f"{dev}/queue/rotational", "0\n")
+        _w(root, f"{dev}/queue/read_ahead_kb", "128\n")
+        _w(root, f"{dev}/hidden", "0\n")
+        _w(root, f"{dev}/nvme{n}n1p1/partition", "1\n")
+        (root / "sys/block").mkdir(parents=True, exist_ok=True)
+        os.symlink(f"../{dev[len('sys/'):]}", root / f"sys/block/nvme{n}n1")
+    keys = ["vm.swappiness", "vm.max_map_count", "net.core.rmem_max", "net.core.wmem_max",
+            "vm.dirty_background_ratio", "net.ipv4.tcp_fin_timeout"]
+    for i in range(sysctl_files):
+        lines = [f"# generated file {i}"]
+        lines += [f"net.ipv4.conf.eth{i}.rp_filter = 1", f"kernel.sched_x{i} = {i}"]
+        if i % 40 == 0:
+            lines += [f"{k} = {10 + i}" for k in keys]
+        _w(root, f"etc/sysctl.d/{i:03d}-bench.conf", "\n".join(lines) + "\n")
+    proc = {
+        "vm/swappiness": "10", "vm/max_map_count": "1048576", "net/core/rmem_max": "67108864",
+        "net/core/wmem_max": "67108864", "vm/dirty_background_ratio": "5",
+        "vm/dirty_ratio": "20", "net/ipv4/tcp_rmem": "4096\t87380\t67108864",
+        "net/ipv4/tcp_wmem": "4096\t65536\t67108864", "net/ipv4/tcp_fin_timeout": "30",
+        "net/ipv4/tcp_tw_reuse": "1", "kernel/numa_balancing": "0",
+        "net/ipv4/tcp_slow_start_after_idle": "0", "net/ipv4/tcp_mtu_probing": "1",
+        "net/core/somaxconn": "4096", "kernel/randomize_va_space": "2",
+        "fs/protected_symlinks": "1", "fs/protected_hardlinks": "1", "fs/suid_dumpable": "0",
+        "kernel/kptr_restrict": "1", "kernel/dmesg_restrict": "1", "fs/nr_open": "1048576",
+        "kernel/hostname": "bench-host", "kernel/osrelease": "6.1.0-bench",
+    }
+    for k, v in proc.items():
+        _w(root, f"proc/sys/{k}", v + "\n")
+    _w(root, "proc/cmdline", "BOOT_IMAGE=/vmlinuz root=/dev/sda1 ro quiet\n")
+    _w(root, "proc/meminfo", "MemTotal:       527843328 kB\nSwapTotal:             0 kB\n")
+    _w(root, "proc/mounts", "tmpfs /dev/shm tmpfs rw,nosuid,nodev 0 0\n")
+    _w(root, "proc/swaps", "Filename\tType\tSize\tUsed\tPriority\n")
+    _w(root, "etc/hostname", "bench-host\n")
+    _w(root, "etc/os-release", 'ID=debian\nVERSION_ID="12"\nPRETTY_NAME="Debian 12"\n')
+    _w(root, "etc/machine-id", "0123456789abcdef0123456789abcdef\n")
+    return root
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--runs", type=int, default=15)
+    ap.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
+    ap.add_argument("--check", action="store_true", help="exit 1 if a target is missed")
+    ap.add_argument("--aiaudit", default=None, help="aiaudit executable (default: venv's)")
+    args = ap.parse_args()
+    exe = args.aiaudit or shutil.which("aiaudit", path=str(Path(sys.executable).parent)) \
+        or "aiaudit"
+    tmp = Path(tempfile.mkdtemp(prefix="aiaudit-bench-"))
+    try:
+        small = make_host(tmp / "small", cpus=4, cstates=4, nvme=1, sysctl_files=3)
+        large = make_host(tmp / "large", cpus=512, cstates=10, nvme=64, sysctl_files=200)
+        scan = [exe, "scan", "--ruleset", "dl-training", "--user", "root"]
+        cases = {
+            "python -c pass": [sys.executable, "-c", "pass"],
+            "live json": [*scan, "--format", "json"],
+            "live text": [*scan, "--format", "text"],
+            "small json": [*scan, "--root", str(small), "--live", "--format", "json"],
+            "small text": [*scan, "--root", str(small), "--live", "--format", "text"],
+            "large json": [*scan, "--root", str(large), "--live", "--format", "json"],
+            "large text": [*scan, "--root", str(large), "--live", "--format", "text"],
+        }
+        for argv in cases.values():  # warm the page cache and .pyc files
+            subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                           check=False)
+        res = {name: measure(argv, args.runs) for name, argv in cases.items()}
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    base = res["python -c pass"]["median_s"]
+    print(f"{'case':<16} {'median ms':>10} {'p90 ms':>8} {'x python':>9} {'peak MB':>8}")
+    for name, r in res.items():
+        print(f"{name:<16} {r['median_s'] * 1000:>10.1f} {r['p90_s'] * 1000:>8.1f} "
+              f"{r['median_s'] / base:>9.2f} {r['peak_rss_mb']:>8.1f}")
+    ratios = {
+        "json_vs_python (<= 6)": max(res[f"{s} json"]["median_s"] for s in
+                                     ("live", "small", "large")) / base,
+        "text_vs_python (<= 10)": max(res[f"{s} text"]["median_s"] for s in
+                                      ("live", "small", "large")) / base,
+        "large_vs_small (<= 1.5)": res["large json"]["median_s"] / res["small json"]["median_s"],
+        "peak_rss_mb (<= 40)": max(r["peak_rss_mb"] for n, r in res.items()
+                                   if n != "python -c pass"),
+    }
+    limits = {"json_vs_python (<= 6)": 6, "text_vs_python (<= 10)": 10,
+              "large_vs_small (<= 1.5)": 1.5, "peak_rss_mb (<= 40)": 40}
+    print()
+    ok = True
+    for k, v in ratios.items():
+        good = v <= limits[k]
+        ok &= good
+        print(f"{k:<26} {v:8.2f}  {'ok' if good else 'MISSED'}")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"cases": res, "ratios": ratios,
+                                               "python": sys.version}, indent=2))
+    return 0 if ok or not args.check else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

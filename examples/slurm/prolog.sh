@@ -1,0 +1,87 @@
+#!/bin/sh
+# aiaudit pre-flight check as a Slurm Prolog: keep jobs off a node that is not fit to train.
+#
+# Install (on every compute node):
+#   install -m 0755 prolog.sh /etc/slurm/prolog.d/50-aiaudit.sh
+#   # slurm.conf (same on all nodes; then `scontrol reconfigure`):
+#   Prolog=/etc/slurm/prolog.d/*
+#   PrologFlags=Alloc          # run at allocation, on every allocated node, before the job
+#                              # starts (without it the prolog runs at the first step).
+#                              # Contain implies Alloc and is only needed by pam_slurm_adopt.
+#   PrologEpilogTimeout=60     # Slurm's own limit: keep it above AIAUDIT_TIMEOUT below
+#
+# What happens:
+#   exit 0  -> the job starts.  Only failures at or above AIAUDIT_FAIL_ON make the exit
+#              non-zero; a rule that could not be evaluated (unreadable file, the deadline)
+#              does not drain the node unless AIAUDIT_ON_ERROR=fail.
+#   exit 1  -> slurmd drains the node and requeues the job (standard Prolog behaviour).
+#              The one-line reason ("aiaudit: FAIL MEMLOCK-... (...); 2 more") goes to
+#              stderr (slurmd's log), to the journal (logger -t aiaudit-prolog) and to
+#              $AIAUDIT_REASON_FILE, so `scontrol show node` reason "Prolog error" can be
+#              explained from the node.  After fixing: scontrol update nodename=X state=resume
+#   aiaudit missing, a bad argument (2) or an aiaudit bug (4) never drains: a broken
+#              install must not drain the whole cluster; it is logged instead.
+#
+# This script runs no Slurm command (no scontrol/sinfo/squeue: they would hit slurmctld
+# from every node at every job start).  The training user comes from $SLURM_JOB_USER,
+# which slurmd sets in the prolog environment.  Extra arguments are passed to aiaudit.
+
+# Slurm runs prologs without a search path.
+PATH=/usr/sbin:/usr/bin:/sbin:/bin
+export PATH
+
+AIAUDIT=${AIAUDIT:-/usr/local/bin/aiaudit}
+RULESET=${AIAUDIT_RULESET:-slurm-preflight}
+FAIL_ON=${AIAUDIT_FAIL_ON:-high}
+ON_ERROR=${AIAUDIT_ON_ERROR:-pass}
+TIMEOUT=${AIAUDIT_TIMEOUT:-10}
+REPORT=${AIAUDIT_REPORT:-/run/aiaudit/prolog-last.json}
+REASON_FILE=${AIAUDIT_REASON_FILE:-/run/aiaudit/prolog.reason}
+
+log() {
+    printf '%s\n' "$1" >&2
+    if command -v logger >/dev/null 2>&1; then
+        logger -t aiaudit-prolog -- "job ${SLURM_JOB_ID:-?}: $1" 2>/dev/null || :
+    fi
+}
+
+if [ ! -x "$AIAUDIT" ]; then
+    log "aiaudit: not installed at $AIAUDIT; pre-flight check skipped"
+    exit 0
+fi
+mkdir -p "$(dirname "$REPORT")" "$(dirname "$REASON_FILE")" 2>/dev/null
+
+# A second, outer deadline (coreutils timeout, not Slurm): even a read stuck in the
+# kernel cannot hold the job longer than the scan deadline plus 5 seconds.
+# stdout (the report) is discarded; the JSON report is kept in $REPORT for the admin;
+# stderr carries the one-line reason.
+stderr=$(timeout -k 2 $((TIMEOUT + 5)) "$AIAUDIT" scan --prolog \
+    --ruleset "$RULESET" --fail-on "$FAIL_ON" --on-error "$ON_ERROR" --timeout "$TIMEOUT" \
+    --format json --output "json:$REPORT" "$@" 2>&1 >/dev/null)
+rc=$?
+# the reason is the last "aiaudit: " line (anything else on stderr is noise, e.g. warnings)
+reason=$(printf '%s\n' "$stderr" | grep '^aiaudit: ' | tail -n 1)
+
+case $rc in
+    0)
+        # Nothing to drain for; a warning (rules not evaluated) is still logged.
+        [ -n "$reason" ] && log "$reason"
+        rm -f "$REASON_FILE"
+        exit 0 ;;
+    1|3)
+        [ -n "$reason" ] || reason="aiaudit: exit $rc"
+        log "$reason"
+        printf '%s\n' "$reason" > "$REASON_FILE"
+        exit 1 ;;
+    124|137)
+        reason="aiaudit: did not finish within $((TIMEOUT + 5))s (stuck read?)"
+        log "$reason"
+        if [ "$ON_ERROR" = fail ]; then
+            printf '%s\n' "$reason" > "$REASON_FILE"
+            exit 1
+        fi
+        exit 0 ;;
+    *)
+        log "aiaudit: pre-flight check itself failed (exit $rc), node not drained: $stderr"
+        exit 0 ;;
+esac

@@ -1,0 +1,1 @@
+"""Integration tests: real root file systems and the shipped deployment examples."""
