@@ -485,16 +485,22 @@ def nftables_conf(allowed: list[tuple[str, int, int]]) -> str:
 
 def _remediation(st: FirewallState, allowed: list[tuple[str, int, int]], live: bool,
                  extra: list[tuple[str, int, int, Any]] | None = None) -> Remediation:
+    """Fix for the mechanism in charge.  A file snippet is offered only where installing
+    the file alone fixes the boot state (nftables.service already enabled); otherwise
+    the whole fix is commands (writing the file and enabling the unit)."""
     active = st.active()
     specs = [f"{lo}{'' if lo == hi else f'-{hi}'}/{p}" for p, lo, hi in allowed]
-    if "ufw" in active:
+    ufw_idle = any(m.name == "ufw" and not m.active and m.reason.startswith("ENABLED=yes")
+                   for m in st.mechanisms)
+    if "ufw" in active or ufw_idle:
         cmds = ["ufw default deny incoming", *(f"ufw allow {s.replace('-', ':')}"
                                                 for s in specs)]
         cmds += [f"ufw delete allow {_ports_text(x).replace('-', ':')}" for x in extra or ()]
-        return Remediation("ufw is the active firewall: set a deny-incoming default, allow "
-                           "only the allowed ports, and make sure ufw starts at boot.",
+        return Remediation("ufw is the configured firewall: set a deny-incoming default, allow "
+                           "only the allowed ports, and make sure ufw.service starts at boot "
+                           "(ufw.conf's ENABLED=yes alone loads nothing).",
                            (Snippet.command(" && ".join([*cmds, "ufw enable",
-                                                         "systemctl enable ufw"]),
+                                                         "systemctl enable --now ufw"]),
                                             "ufw: default deny, allowed ports only"),))
     if "firewalld" in active:
         cmds = [f"firewall-cmd --permanent --remove-port={_ports_text(x)}" for x in extra or ()]
@@ -505,16 +511,23 @@ def _remediation(st: FirewallState, allowed: list[tuple[str, int, int]], live: b
                            "(default, DROP or %%REJECT%%) and open only the allowed ports "
                            "(remove services/ports that open others; see firewalld.zone(5)).",
                            (Snippet.command(" && ".join(cmds), "firewalld default zone"),))
-    snippets = [Snippet.file(NFTABLES_CONF, nftables_conf(allowed),
-                             "default-deny input with the allowed ports (merge with rules "
-                             "you need: it flushes the ruleset)")]
-    snippets.append(Snippet.command("nft -c -f /etc/nftables.conf && systemctl enable --now "
-                                    "nftables", "check, load now and at every boot"))
+    conf = nftables_conf(allowed)
+    caveat = (" (Docker/Kubernetes add their own tables; `flush ruleset` removes them until "
+              "they restart)" if live else "")
+    if "nftables" in active:
+        return Remediation(
+            "Replace /etc/nftables.conf with a default-deny input policy that admits only the "
+            f"allowed ports, and load it{caveat}.",
+            (Snippet.file(NFTABLES_CONF, conf, "default-deny input with the allowed ports "
+                          "(merge with rules you need: it flushes the ruleset)"),
+             Snippet.command("nft -c -f /etc/nftables.conf && systemctl enable --now nftables "
+                             "&& systemctl reload nftables", "check and load it now")))
     return Remediation(
-        "Install a default-deny input policy in /etc/nftables.conf that admits only the "
-        "allowed ports, and enable nftables.service so it loads at boot"
-        + (" (Docker/Kubernetes add their own tables; `flush ruleset` removes them until "
-           "they restart)" if live else "") + ".", tuple(snippets))
+        "No firewall loads at boot: write a default-deny /etc/nftables.conf that admits only "
+        f"the allowed ports and enable nftables.service{caveat}.",
+        (Snippet.command(f"cat > /etc/nftables.conf <<'EOF'\n{conf}EOF\n"
+                         "nft -c -f /etc/nftables.conf && systemctl enable --now nftables",
+                         "write /etc/nftables.conf, check it, load it now and at every boot"),))
 
 
 # ================================================================== checks

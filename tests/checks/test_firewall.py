@@ -64,10 +64,17 @@ def test_nftables_conf_but_service_disabled(make_root) -> None:
     r = dd["ipv4 (boot)"]
     assert r.status is Status.FAIL and "no firewall mechanism is active" in r.message
     assert "nftables.service is not enabled" in r.message
-    snippets = {s.kind: s for s in r.remediation.snippets}
-    assert "policy drop" in snippets["file"].content and snippets["file"].path == \
-        "/etc/nftables.conf"
-    assert "systemctl enable --now nftables" in snippets["command"].content
+    # the file alone would not load at boot: the fix is commands only
+    (cmd,) = r.remediation.snippets
+    assert cmd.kind == "command" and "policy drop" in cmd.content
+    assert "cat > /etc/nftables.conf" in cmd.content
+    assert "systemctl enable --now nftables" in cmd.content
+    # with the service enabled, replacing the file is the fix
+    conf = SSH_ONLY.replace("policy drop", "policy accept")
+    r2 = results("firewall.default_deny", nft_root(make_root, conf))["ipv4 (boot)"]
+    snippets = {s.kind: s for s in r2.remediation.snippets}
+    assert snippets["file"].path == "/etc/nftables.conf"
+    assert "policy drop" in snippets["file"].content
 
 
 def test_extra_port_fails_allowed_ports_with_line(make_root) -> None:
@@ -161,6 +168,7 @@ def test_ufw_enabled_but_unit_disabled(make_root) -> None:
     r = dd["ipv4 (boot)"]
     assert r.status is Status.FAIL
     assert "ENABLED=yes but ufw.service is not enabled" in r.message
+    assert "systemctl enable --now ufw" in r.remediation.snippets[0].content
 
 
 def test_ufw_conf_disabled(make_root) -> None:
