@@ -88,8 +88,6 @@ def scan(root: Path, *extra: str, timeout: float = 60) -> tuple[int, dict, float
     return proc.returncode, json.loads(proc.stdout), took, proc.stderr
 
 
-@pytest.mark.xfail(strict=True, reason="until the non-sysctl families land, every rule "
-                   "reads the poisoned sysctl.d")
 @pytest.mark.parametrize("mode", ["--offline", "--live"])
 def test_hostile_tree(tmp_path: Path, mode: str) -> None:
     root = hostile_root(tmp_path / "root", tmp_path / "outside")
