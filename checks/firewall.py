@@ -217,8 +217,8 @@ def _load_nftables(host: Host, st: FirewallState, rs: nf.Ruleset) -> None:
         ev.append(Evidence.file(en.evidence, None, en.reason))
     if not en.enabled:
         if host.exists(path):
-            st.notes.append(f"{path} exists but nftables.service is not enabled: "
-                            f"{en.reason}")
+            st.notes.append(f"{path} exists but nothing loads it at boot "
+                            f"(nftables.service {'is masked' if en.masked else 'is not enabled'})")
         st.mechanisms.append(Mechanism("nftables", False, en.reason, ev))
         return
     try:
