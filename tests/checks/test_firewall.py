@@ -1,0 +1,463 @@
+"""firewall.default_deny and firewall.allowed_ports: offline boot configuration of every
+mechanism (SEMANTICS §6.6 edge cases), and the running state inside a network namespace
+loaded with real nft / iptables-legacy rules."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from aiaudit.errors import CommandError
+from aiaudit.host import CommandResult, Host
+from aiaudit.model import Status
+from tests.helpers import FIXTURES, run_check
+from tests.netns import netns, require, run_in
+
+NFT = FIXTURES / "nft"
+NFT_UNIT = ("[Unit]\nDescription=nftables\n[Service]\nType=oneshot\n"
+            "ExecStart=/usr/sbin/nft -f /etc/nftables.conf\n[Install]\nWantedBy=sysinit.target\n")
+SSH_ONLY = """#!/usr/sbin/nft -f
+flush ruleset
+table inet filter {
+  chain input {
+    type filter hook input priority filter; policy drop;
+    iif "lo" accept
+    ct state established,related accept
+    tcp dport 22 accept
+  }
+}
+"""
+
+
+def enabled(unit: str, target: str = "multi-user.target") -> dict[str, str]:
+    return {f"/etc/systemd/system/{target}.wants/{unit}": f"/lib/systemd/system/{unit}"}
+
+
+def nft_root(make_root, conf: str, *, enable: bool = True, extra: dict | None = None):
+    files = {"/etc/nftables.conf": conf, "/usr/lib/systemd/system/nftables.service": NFT_UNIT,
+             **(extra or {})}
+    return make_root(files, enabled("nftables.service", "sysinit.target") if enable else {})
+
+
+def results(check: str, root, params: dict | None = None, **kw):
+    return {r.subject: r for r in run_check(check, root, params, **kw)}
+
+
+# ------------------------------------------------------------------ nftables
+def test_nftables_default_deny_pass(make_root) -> None:
+    root = nft_root(make_root, SSH_ONLY)
+    dd = results("firewall.default_deny", root)
+    assert set(dd) == {"ipv4 (boot)", "ipv6 (boot)"}
+    for r in dd.values():
+        assert r.status is Status.PASS, r.message
+        assert "decided by nftables" in r.message
+        assert any(e.source == "etc/nftables.conf:5" for e in r.evidence)
+    ap = results("firewall.allowed_ports", root)
+    assert all(r.status is Status.PASS for r in ap.values())
+
+
+def test_nftables_conf_but_service_disabled(make_root) -> None:
+    dd = results("firewall.default_deny", nft_root(make_root, SSH_ONLY, enable=False))
+    r = dd["ipv4 (boot)"]
+    assert r.status is Status.FAIL and "no firewall mechanism is active" in r.message
+    assert "nftables.service is not enabled" in r.message
+    # the file alone would not load at boot: the fix is commands only
+    (cmd,) = r.remediation.snippets
+    assert cmd.kind == "command" and "policy drop" in cmd.content
+    assert "cat > /etc/nftables.conf" in cmd.content
+    assert "systemctl enable --now nftables" in cmd.content
+    # with the service enabled, replacing the file is the fix
+    conf = SSH_ONLY.replace("policy drop", "policy accept")
+    r2 = results("firewall.default_deny", nft_root(make_root, conf))["ipv4 (boot)"]
+    snippets = {s.kind: s for s in r2.remediation.snippets}
+    assert snippets["file"].path == "/etc/nftables.conf"
+    assert "policy drop" in snippets["file"].content
+
+
+def test_extra_port_fails_allowed_ports_with_line(make_root) -> None:
+    conf = SSH_ONLY.replace("tcp dport 22 accept", "tcp dport { 22, 8888 } accept\n"
+                            "    udp dport 60000-61000 accept")
+    root = nft_root(make_root, conf)
+    ap = results("firewall.allowed_ports", root)
+    r = ap["ipv4 (boot)"]
+    assert r.status is Status.FAIL and r.data["admitted"] == ["8888/tcp", "60000-61000/udp"]
+    assert any(e.source == "etc/nftables.conf:8" for e in r.evidence)
+    ok = results("firewall.allowed_ports", root,
+                 {"allowed": ["22/tcp", "8888/tcp", "60000-61000/udp"]})
+    assert all(x.status is Status.PASS for x in ok.values())
+    assert results("firewall.default_deny", root)["ipv4 (boot)"].status is Status.PASS
+
+
+def test_two_base_chains_inet_accept_ip_drop(make_root) -> None:
+    root = nft_root(make_root, (NFT / "two_chains.nft").read_text())
+    dd = results("firewall.default_deny", root)
+    assert dd["ipv4 (boot)"].status is Status.PASS
+    assert dd["ipv6 (boot)"].status is Status.FAIL
+    assert "inet allowall input" in dd["ipv6 (boot)"].message
+
+
+def test_missing_policy_accepts(make_root) -> None:
+    dd = results("firewall.default_deny",
+                 nft_root(make_root, (NFT / "missing_policy.nft").read_text()))
+    r = dd["ipv4 (boot)"]
+    assert r.status is Status.FAIL and "policy accept" in r.message
+
+
+def test_include_relative_and_glob(make_root) -> None:
+    conf = 'flush ruleset\ninclude "nftables.d/*.nft"\n'
+    root = nft_root(make_root, conf, extra={"/etc/nftables.d/10-input.nft": SSH_ONLY.replace(
+        "flush ruleset\n", "").replace("tcp dport 22", "tcp dport 2222")})
+    ap = results("firewall.allowed_ports", root)
+    r = ap["ipv4 (boot)"]
+    assert r.status is Status.FAIL and r.data["admitted"] == ["2222/tcp"]
+    assert any(e.source == "etc/nftables.d/10-input.nft:7" for e in r.evidence)
+
+
+def test_broken_nftables_conf_is_error(make_root) -> None:
+    root = nft_root(make_root, "table inet filter {\n chain input {\n type filter hook\n")
+    dd = results("firewall.default_deny", root)
+    assert {r.status for r in dd.values()} == {Status.ERROR}
+    assert "nft -f would refuse" in dd["ipv4 (boot)"].message
+
+
+def test_execstart_file_is_followed(make_root) -> None:
+    root = make_root({"/etc/sysconfig/nftables.conf": SSH_ONLY,
+                      "/usr/lib/systemd/system/nftables.service":
+                          NFT_UNIT.replace("/etc/nftables.conf", "/etc/sysconfig/nftables.conf")},
+                     enabled("nftables.service"))
+    dd = results("firewall.default_deny", root)
+    assert dd["ipv4 (boot)"].status is Status.PASS
+    assert any(e.source.startswith("etc/sysconfig/nftables.conf") for e in
+               dd["ipv4 (boot)"].evidence)
+
+
+# ------------------------------------------------------------------ ufw
+UFW_RULES = ("*filter\n:ufw-user-input - [0:0]\n### RULES ###\n\n"
+             "### tuple ### allow tcp 22 0.0.0.0/0 any 0.0.0.0/0 in\n"
+             "-A ufw-user-input -p tcp --dport 22 -j ACCEPT\n"
+             "### tuple ### allow tcp 8888 0.0.0.0/0 any 0.0.0.0/0 in\nCOMMIT\n")
+
+
+def ufw_root(make_root, *, enabled_conf: str = "yes", unit: bool = True, ipv6: str = "yes"):
+    files = {"/etc/ufw/ufw.conf": f"# ufw\nENABLED={enabled_conf}\nLOGLEVEL=low\n",
+             "/etc/default/ufw": f'IPV6={ipv6}\nDEFAULT_INPUT_POLICY="DROP"\n',
+             "/etc/ufw/user.rules": UFW_RULES, "/etc/ufw/user6.rules": UFW_RULES,
+             "/usr/lib/systemd/system/ufw.service": "[Service]\nExecStart=/lib/ufw/ufw-init "
+                                                    "start quiet\n"}
+    return make_root(files, enabled("ufw.service") if unit else {})
+
+
+def test_ufw_enabled_and_unit_enabled(make_root) -> None:
+    root = ufw_root(make_root)
+    dd = results("firewall.default_deny", root)
+    assert all(r.status is Status.PASS for r in dd.values())
+    assert "decided by ufw" in dd["ipv4 (boot)"].message
+    assert any(e.source == "etc/default/ufw:2" for e in dd["ipv4 (boot)"].evidence)
+    ap = results("firewall.allowed_ports", root)
+    r = ap["ipv6 (boot)"]
+    assert r.status is Status.FAIL and "8888/tcp" in r.message
+    assert any(e.source == "etc/ufw/user6.rules:7" for e in r.evidence)
+    assert "ufw delete allow 8888/tcp" in r.remediation.snippets[0].content
+
+
+def test_ufw_enabled_but_unit_disabled(make_root) -> None:
+    dd = results("firewall.default_deny", ufw_root(make_root, unit=False))
+    r = dd["ipv4 (boot)"]
+    assert r.status is Status.FAIL
+    assert "ENABLED=yes but ufw.service is not enabled" in r.message
+    assert "systemctl enable --now ufw" in r.remediation.snippets[0].content
+
+
+def test_ufw_conf_disabled(make_root) -> None:
+    dd = results("firewall.default_deny", ufw_root(make_root, enabled_conf="no"))
+    assert dd["ipv4 (boot)"].status is Status.FAIL
+
+
+def test_ufw_without_ipv6(make_root) -> None:
+    dd = results("firewall.default_deny", ufw_root(make_root, ipv6="no"))
+    assert dd["ipv4 (boot)"].status is Status.PASS
+    assert dd["ipv6 (boot)"].status is Status.FAIL
+    assert "IPV6 is not yes" in dd["ipv6 (boot)"].message
+
+
+# ------------------------------------------------------------------ firewalld
+FWD = FIXTURES / "firewalld"
+
+
+def firewalld_root(make_root, etc_zone: str | None = None, conf: str = "DefaultZone=public\n"):
+    files = {"/etc/firewalld/firewalld.conf": conf,
+             "/usr/lib/systemd/system/firewalld.service": "[Service]\nExecStart=/usr/sbin/"
+                                                          "firewalld --nofork\n"}
+    for z in ("public", "drop", "trusted"):
+        files[f"/usr/lib/firewalld/zones/{z}.xml"] = (FWD / f"{z}.xml").read_text()
+    for s in ("ssh", "dhcpv6-client", "http", "https", "prometheus-node-exporter"):
+        files[f"/usr/lib/firewalld/services/{s}.xml"] = (FWD / f"{s}.xml").read_text()
+    if etc_zone is not None:
+        files["/etc/firewalld/zones/public.xml"] = etc_zone
+    return make_root(files, enabled("firewalld.service"))
+
+
+def test_firewalld_vendor_public(make_root) -> None:
+    root = firewalld_root(make_root)
+    assert all(r.status is Status.PASS
+               for r in results("firewall.default_deny", root).values())
+    ap = results("firewall.allowed_ports", root)
+    assert all(r.status is Status.PASS for r in ap.values()), ap
+
+
+def test_firewalld_etc_zone_overrides_vendor(make_root) -> None:
+    zone = ('<?xml version="1.0" encoding="utf-8"?>\n<zone>\n  <short>Public</short>\n'
+            '  <service name="ssh"/>\n  <service name="prometheus-node-exporter"/>\n'
+            '  <port port="8888" protocol="tcp"/>\n</zone>\n')
+    root = firewalld_root(make_root, zone)
+    r = results("firewall.allowed_ports", root)["ipv4 (boot)"]
+    assert r.status is Status.FAIL and r.data["admitted"] == ["8888/tcp", "9100/tcp"]
+    srcs = [e.source for e in r.evidence]
+    assert "etc/firewalld/zones/public.xml:6" in srcs and \
+        "etc/firewalld/zones/public.xml:5" in srcs
+    assert "firewall-cmd --permanent --remove-port=8888/tcp" in \
+        r.remediation.snippets[0].content
+
+
+def test_firewalld_trusted_default_zone(make_root) -> None:
+    root = firewalld_root(make_root, conf="DefaultZone=trusted\n")
+    r = results("firewall.default_deny", root)["ipv4 (boot)"]
+    assert r.status is Status.FAIL and 'zone target "ACCEPT"' in r.message
+    assert any(e.source == "etc/firewalld/firewalld.conf:1" for e in r.evidence)
+
+
+# ------------------------------------------------------------------ iptables-persistent
+def test_iptables_persistent(make_root) -> None:
+    files = {"/etc/iptables/rules.v4": (FIXTURES / "iptables" / "rules.v4").read_text(),
+             "/etc/iptables/rules.v6": (FIXTURES / "iptables" / "rules.v6").read_text(),
+             "/usr/lib/systemd/system/netfilter-persistent.service": "[Service]\n"}
+    root = make_root(files, enabled("netfilter-persistent.service"))
+    dd = results("firewall.default_deny", root)
+    assert dd["ipv4 (boot)"].status is Status.PASS
+    assert dd["ipv6 (boot)"].status is Status.FAIL
+    assert any(e.source == "etc/iptables/rules.v6:2" for e in dd["ipv6 (boot)"].evidence)
+    off = make_root(files)
+    assert results("firewall.default_deny", off)["ipv4 (boot)"].status is Status.FAIL
+
+
+def test_ipv6_param_off(make_root) -> None:
+    dd = results("firewall.default_deny", nft_root(make_root, SSH_ONLY), {"ipv6": False})
+    assert dd["ipv6 (boot)"].status is Status.SKIP
+
+
+# ------------------------------------------------------------------ live, in a netns
+_PROBE = """
+import json, sys
+from tests.helpers import run_check
+out = {}
+for check, params in json.loads(sys.argv[1]):
+    out[check + json.dumps(params)] = {r.subject: [r.status.value, r.message]
+                                       for r in run_check(check, "/", params, live=True)}
+print(json.dumps(out))
+"""
+
+
+def live_results(ns: str, *checks: tuple[str, dict]) -> dict:
+    out = run_in(ns, sys.executable, "-c", _PROBE, json.dumps(checks))
+    return json.loads(out)
+
+
+@pytest.mark.oracle
+def test_live_nft_ruleset_in_netns() -> None:
+    with netns("fwlive") as ns:
+        allowed = {"allowed": ["22/tcp", "80/tcp", "443/tcp", "8000-8010/tcp",
+                               "60000-61000/udp"]}
+        before = live_results(ns, ("firewall.default_deny", {}))
+        run_in(ns, "nft", "-f", str(NFT / "server.nft"))
+        after = live_results(ns, ("firewall.default_deny", {}),
+                             ("firewall.allowed_ports", allowed),
+                             ("firewall.allowed_ports", {}))
+    assert before["firewall.default_deny{}"]["ipv4 (running)"][0] == "fail"
+    dd = after["firewall.default_deny{}"]
+    assert dd["ipv4 (running)"][0] == "pass" and dd["ipv6 (running)"][0] == "pass"
+    assert after["firewall.allowed_ports" + json.dumps(allowed)]["ipv4 (running)"][0] == "pass"
+    r = after["firewall.allowed_ports{}"]["ipv4 (running)"]
+    assert r[0] == "fail" and "443/tcp" in r[1]
+
+
+@pytest.mark.oracle
+def test_live_iptables_legacy_invisible_to_nft() -> None:
+    require("iptables-legacy-restore")
+    rules = "*filter\n:INPUT DROP [0:0]\n-A INPUT -p tcp --dport 22 -j ACCEPT\nCOMMIT\n"
+    with netns("fwlegacy") as ns:
+        probe = subprocess.run(["nsenter", f"--net={ns}", "iptables-legacy-restore"],
+                               input=rules, text=True, capture_output=True)
+        if probe.returncode != 0:
+            pytest.skip(f"iptables-legacy unusable here: {probe.stderr.strip()}")
+        assert '"rule"' not in run_in(ns, "nft", "-j", "list", "ruleset")
+        got = live_results(ns, ("firewall.default_deny", {}))["firewall.default_deny{}"]
+    assert got["ipv4 (running)"][0] == "pass", got
+    assert "iptables-legacy" in got["ipv4 (running)"][1]
+    assert got["ipv6 (running)"][0] == "fail"
+
+
+_SOCKET_PROBE = """
+import json, socket, sys
+from tests.helpers import run_check
+with socket.socket() as s:
+    s.bind(("0.0.0.0", 0)); s.listen()
+    port = s.getsockname()[1]
+    out = {}
+    for aware in (False, True):
+        for r in run_check("network.listening_ports", "/", {"firewall_aware": aware},
+                           live=True):
+            if r.subject == f"{port}/tcp 0.0.0.0":
+                out[str(aware)] = [r.status.value, r.message]
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.oracle
+def test_listening_port_firewall_aware_in_netns() -> None:
+    """A socket on 0.0.0.0 that the running firewall drops passes with firewall_aware."""
+    with netns("aware") as ns:
+        run_in(ns, "nft", "-f", str(NFT / "server.nft"))
+        got = json.loads(run_in(ns, sys.executable, "-c", _SOCKET_PROBE))
+    assert got["False"][0] == "fail"
+    assert got["True"][0] == "pass" and "firewall drops new connections" in got["True"][1]
+
+
+# ------------------------------------------------------------------ running state, faked
+class FakeCommands(Host):
+    """A Host over a fixture root whose commands return canned output."""
+
+    def __init__(self, root, outputs: dict[str, tuple[int, str, str]]) -> None:
+        super().__init__(str(root), live=True, allow_commands=True)
+        self.outputs = outputs
+        self.calls: list[str] = []
+
+    def run(self, argv, *, timeout=None) -> CommandResult:
+        key = " ".join(argv)
+        self.calls.append(key)
+        if key not in self.outputs:
+            raise CommandError(f"{argv[0]}: not installed")
+        rc, out, err = self.outputs[key]
+        return CommandResult(tuple(argv), rc, out, err)
+
+
+def run_fake(host: Host, check: str, params: dict | None = None) -> dict:
+    from aiaudit import plugins
+    from aiaudit.api import CheckContext
+    from aiaudit.ruleset import _with_defaults
+
+    spec = plugins.registry().checks[check]
+    ctx = CheckContext(host=host, params=_with_defaults(dict(params or {}),
+                                                        spec.params_schema))
+    return {r.subject: r for r in spec.run(ctx)}
+
+
+def test_running_not_permitted_is_error_boot_still_judged(make_root) -> None:
+    root = nft_root(make_root, SSH_ONLY, extra={"/proc/net/if_inet6": ""})
+    host = FakeCommands(root, {"nft -j list ruleset": (
+        1, "", "netlink: Error: cache initialization failed: Operation not permitted")})
+    got = run_fake(host, "firewall.default_deny")
+    assert got["ipv4 (running)"].status is Status.ERROR
+    assert "needs root" in got["ipv4 (running)"].message
+    assert got["ipv4 (boot)"].status is Status.PASS
+
+
+def test_iptables_nft_xt_tables_read_from_iptables_save(make_root) -> None:
+    ipt_dir = FIXTURES / "iptables"
+    root = make_root({"/proc/net/if_inet6": ""})
+    host = FakeCommands(root, {
+        "nft -j list ruleset": (0, (ipt_dir / "rules.v4.nft.json").read_text(), ""),
+        "iptables -V": (0, "iptables v1.8.9 (nf_tables)\n", ""),
+        "iptables-save": (0, (ipt_dir / "rules.v4.saved").read_text(), ""),
+    })
+    got = run_fake(host, "firewall.allowed_ports",
+                   {"allowed": ["22/tcp", "80/tcp", "443/tcp", "60000-61000/udp"]})
+    r = got["ipv4 (running)"]
+    assert r.status is Status.PASS, r.message  # no "maybe" from the xt conntrack match
+    assert "iptables-save" in host.calls
+    assert "iptables-legacy-save" not in host.calls  # no legacy table registered
+    # without iptables-save the xt matches stay unknown: not provably admitted-only
+    host2 = FakeCommands(root, {
+        "nft -j list ruleset": (0, (ipt_dir / "rules.v4.nft.json").read_text(), "")})
+    r2 = run_fake(host2, "firewall.allowed_ports",
+                  {"allowed": ["22/tcp", "60000-61000/udp"]})["ipv4 (running)"]
+    assert r2.status is Status.FAIL and "maybe" in r2.message
+
+
+def test_iptables_legacy_backend_from_version(make_root) -> None:
+    root = make_root({"/proc/net/if_inet6": "", "/proc/net/ip_tables_names": "filter\nnat\n",
+                      "/proc/net/ip6_tables_names": ""})
+    host = FakeCommands(root, {
+        "nft -j list ruleset": (0, '{"nftables": [{"metainfo": {}}]}', ""),
+        "iptables -V": (0, "iptables v1.8.9 (legacy)\n", ""),
+        "iptables-save": (0, (FIXTURES / "iptables" / "rules.v4").read_text(), ""),
+        "ip6tables-save": (0, "", ""),
+    })
+    got = run_fake(host, "firewall.default_deny")
+    assert got["ipv4 (running)"].status is Status.PASS
+    assert "iptables-legacy" in got["ipv4 (running)"].message
+    assert got["ipv6 (running)"].status is Status.FAIL
+    assert "ip6tables-save" not in host.calls  # ip6_tables_names empty: not run
+
+
+def test_source_restricted_ports_listed_not_failed(make_root) -> None:
+    conf = SSH_ONLY.replace("tcp dport 22 accept", "tcp dport 22 accept\n"
+                            "    ip saddr 10.0.0.0/8 tcp dport 9100 accept\n"
+                            '    iifname "eth1" udp dport 5353 accept')
+    root = nft_root(make_root, conf)
+    r = results("firewall.allowed_ports", root)["ipv4 (boot)"]
+    assert r.status is Status.PASS
+    assert "Admitted only from named sources or interfaces" in r.message
+    assert "9100/tcp by 'ip saddr 10.0.0.0/8 tcp dport 9100 accept' in inet filter input " \
+           "(etc/nftables.conf:9)" in r.message and "5353/udp" in r.message
+    strict = results("firewall.allowed_ports", root, {"include_restricted": True})
+    assert strict["ipv4 (boot)"].status is Status.FAIL
+    assert strict["ipv4 (boot)"].data["admitted"] == ["9100/tcp", "5353/udp"]
+    # IPv6: "ip saddr" never matches, so 9100 is not admitted at all there
+    assert "9100/tcp" not in strict["ipv6 (boot)"].message
+
+
+def test_relative_include_searches_etc_only(make_root) -> None:
+    """Real nft (1.0.6): `include "sub.nft"` in /etc/sysconfig/nftables.conf looks for
+    /etc/sub.nft, not /etc/sysconfig/sub.nft: the file fails to load; a glob that matches
+    nothing is fine."""
+    unit = NFT_UNIT.replace("/etc/nftables.conf", "/etc/sysconfig/nftables.conf")
+    files = {"/etc/sysconfig/nftables.conf": 'include "sub.nft"\n',
+             "/etc/sysconfig/sub.nft": SSH_ONLY,
+             "/usr/lib/systemd/system/nftables.service": unit}
+    bad = results("firewall.default_deny", make_root(files, enabled("nftables.service")))
+    assert bad["ipv4 (boot)"].status is Status.ERROR and "sub.nft" in bad["ipv4 (boot)"].message
+    files["/etc/sub.nft"] = SSH_ONLY
+    files["/etc/sysconfig/nftables.conf"] = 'include "sub.nft"\ninclude "none.d/*.nft"\n'
+    ok = results("firewall.default_deny", make_root(files, enabled("nftables.service")))
+    assert ok["ipv4 (boot)"].status is Status.PASS
+    assert any(e.source.startswith("etc/sub.nft:") for e in ok["ipv4 (boot)"].evidence)
+
+
+def test_dnat_bypass_is_noted(make_root) -> None:
+    root = nft_root(make_root, (NFT / "docker_like.nft").read_text())
+    r = results("firewall.allowed_ports", root)["ipv4 (boot)"]
+    assert r.status is Status.PASS  # 8888 is not admitted on the input hook ...
+    assert "DNAT/REDIRECT rules forward connections" in r.message  # ... but forwarded
+    assert "dport 8888" in r.message and "etc/nftables.conf:21" in r.message
+
+
+def test_firewalld_other_bound_zone_is_noted(make_root) -> None:
+    root = firewalld_root(make_root)
+    (root / "etc/firewalld/zones").mkdir(parents=True, exist_ok=True)
+    (root / "etc/firewalld/zones/trusted.xml").write_text(
+        '<?xml version="1.0"?>\n<zone target="ACCEPT">\n<interface name="eth1"/>\n</zone>\n')
+    r = results("firewall.default_deny", root)["ipv4 (boot)"]
+    assert r.status is Status.PASS
+    assert "zone trusted" in r.message and "eth1" in r.message
+
+
+def test_rhel_iptables_services(make_root) -> None:
+    files = {"/etc/sysconfig/iptables": (FIXTURES / "iptables" / "rules.v4").read_text(),
+             "/usr/lib/systemd/system/iptables.service": "[Service]\n"}
+    dd = results("firewall.default_deny", make_root(files, enabled("iptables.service")))
+    assert dd["ipv4 (boot)"].status is Status.PASS
+    assert "iptables-services" in dd["ipv4 (boot)"].message
+    assert dd["ipv6 (boot)"].status is Status.FAIL
