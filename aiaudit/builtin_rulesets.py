@@ -1,6 +1,6 @@
 """Built-in plugin that ships the rulesets in ``aiaudit.rulesets`` (package data).
 
-Each ``NAME.yaml`` may have a JSON twin ``NAME.json`` (``{"source_sha256": ..., "data":
+Each ``NAME.yaml`` may have a JSON twin ``NAME.json`` (``{"source_crc32": ..., "data":
 ...}``) written by ``python -m aiaudit.builtin_rulesets``: loading JSON avoids importing and
 running the YAML parser on every scan.  The twin is used only when its hash matches the YAML
 text, so a stale twin can never change what a scan does.
@@ -8,11 +8,11 @@ text, so a stale twin can never change what a scan does.
 
 from __future__ import annotations
 
-import hashlib
 import json
-from importlib import resources
+import zlib
 from typing import Any, Callable
 
+from aiaudit import resources
 from aiaudit.api import RulesetSource, hookimpl
 
 PACKAGE = "aiaudit.rulesets"
@@ -20,24 +20,29 @@ PACKAGE = "aiaudit.rulesets"
 
 def _loader(name: str) -> Callable[[], str]:
     def load() -> str:
-        return resources.files(PACKAGE).joinpath(name).read_text(encoding="utf-8")
+        return resources.read_text(PACKAGE, name)
 
     return load
 
 
 def _data_loader(name: str) -> Callable[[], Any]:
     def load_data() -> Any:
-        pkg = resources.files(PACKAGE)
-        twin = pkg.joinpath(name[: -len(".yaml")] + ".json")
-        if not twin.is_file():
+        twin = name[: -len(".yaml")] + ".json"
+        if not resources.exists(PACKAGE, twin):
             return None
-        text = pkg.joinpath(name).read_bytes()
-        doc = json.loads(twin.read_text(encoding="utf-8"))
-        if doc.get("source_sha256") != hashlib.sha256(text).hexdigest():
+        text = resources.read_bytes(PACKAGE, name)
+        doc = json.loads(resources.read_text(PACKAGE, twin))
+        if doc.get("source_crc32") != fingerprint(text):
             return None
         return doc["data"]
 
     return load_data
+
+
+def fingerprint(data: bytes) -> str:
+    """Staleness check of a twin: CRC-32 and length of the YAML bytes.  Not a security
+    measure (both files are package data); cheap, and zlib is already loaded."""
+    return f"{zlib.crc32(data):08x}-{len(data)}"
 
 
 def compile_twins(directory: str) -> list[str]:
@@ -57,7 +62,7 @@ def compile_twins(directory: str) -> list[str]:
         twin = path[: -len(".yaml")] + ".json"
         with open(twin, "w", encoding="utf-8") as fh:
             json.dump({"generated_by": "python -m aiaudit.builtin_rulesets",
-                       "source_sha256": hashlib.sha256(raw).hexdigest(), "data": data},
+                       "source_crc32": fingerprint(raw), "data": data},
                       fh, indent=1, sort_keys=False)
             fh.write("\n")
         out.append(twin)
@@ -68,11 +73,10 @@ def compile_twins(directory: str) -> list[str]:
 def aiaudit_register_rulesets() -> list[RulesetSource]:
     """Every ``*.yaml`` file in the ``aiaudit.rulesets`` package."""
     out = []
-    for entry in sorted(resources.files(PACKAGE).iterdir(), key=lambda e: e.name):
-        if entry.name.endswith(".yaml"):
-            name = entry.name[: -len(".yaml")]
-            out.append(RulesetSource(name, _loader(entry.name), f"{PACKAGE}/{entry.name}",
-                                     _data_loader(entry.name)))
+    for fn in resources.names(PACKAGE):
+        if fn.endswith(".yaml"):
+            out.append(RulesetSource(fn[: -len(".yaml")], _loader(fn), f"{PACKAGE}/{fn}",
+                                     _data_loader(fn)))
     return out
 
 

@@ -423,9 +423,12 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 # ------------------------------------------------------------------ reports: render, remediate
-def _add_syslog_option(p: argparse.ArgumentParser) -> None:
-    from aiaudit.syslog import DEFAULT_SOCKET
+DEFAULT_SYSLOG_SOCKET = "/dev/log"
+"""Same as :data:`aiaudit.syslog.DEFAULT_SOCKET` (not imported: it loads socket)."""
 
+
+def _add_syslog_option(p: argparse.ArgumentParser) -> None:
+    DEFAULT_SOCKET = DEFAULT_SYSLOG_SOCKET
     p.add_argument("--syslog", nargs="?", const=DEFAULT_SOCKET, default=None, metavar="SOCKET",
                    help=f"also send one JSON event per result to syslog (ident aiaudit, "
                         f"facility user) through SOCKET (default {DEFAULT_SOCKET})")

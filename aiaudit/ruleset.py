@@ -13,9 +13,9 @@ import os
 import stat
 from dataclasses import dataclass, field
 from functools import cache
-from importlib import resources
 from typing import Any, Mapping, Sequence
 
+from aiaudit import resources
 from aiaudit.api import CheckSpec
 from aiaudit.errors import RulesetError, UsageError
 from aiaudit.model import RuleInfo, Severity
@@ -67,7 +67,7 @@ class Ruleset:
 @cache
 def schema(name: str) -> dict[str, Any]:
     """A JSON Schema shipped in ``aiaudit.schemas`` (e.g. ``ruleset.schema.json``)."""
-    text = resources.files("aiaudit.schemas").joinpath(name).read_text(encoding="utf-8")
+    text = resources.read_text("aiaudit.schemas", name)
     return json.loads(text)
 
 

@@ -33,10 +33,19 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 
 
+def bench_env() -> dict[str, str]:
+    """The environment of every measured command: no colour, and bytecode caching on (as
+    for any installed package: pip writes .pyc files at install time), whatever the
+    calling shell says (PYTHONDONTWRITEBYTECODE would make every run recompile)."""
+    env = dict(os.environ, NO_COLOR="1")
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
 def measure(argv: list[str], runs: int) -> dict[str, float]:
     """Median/p90 wall seconds and max peak RSS (MB) of ``argv`` over ``runs`` runs."""
     walls, rss = [], []
-    env = dict(os.environ, NO_COLOR="1")
+    env = bench_env()
     for _ in range(runs):
         t0 = time.perf_counter()
         proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -156,7 +165,7 @@ def main() -> int:
         }
         for argv in cases.values():  # warm the page cache and .pyc files
             subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                           check=False)
+                           check=False, env=bench_env())
         res = {name: measure(argv, args.runs) for name, argv in cases.items()}
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

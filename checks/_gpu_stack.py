@@ -9,9 +9,9 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from importlib import resources
 from typing import Any, Iterable
 
+from aiaudit import resources
 from aiaudit.api import Evidence
 from aiaudit.errors import HostError, LiveStateUnavailable, NotFound, ParseError
 from aiaudit.host import Host
@@ -57,7 +57,7 @@ NVIDIA_PCI_VENDOR = "0x10de"
 
 
 def _load_table() -> cuda.DriverTable:
-    text = resources.files("aiaudit.checks").joinpath("data/cuda_drivers.json").read_text()
+    text = resources.read_text("aiaudit.checks", "data/cuda_drivers.json")
     return cuda.parse_driver_table(json.loads(text))
 
 

@@ -323,14 +323,14 @@ class Service:
 
 def load_services() -> tuple[Service, ...]:
     """The service table shipped as ``aiaudit.checks`` data ``network_services.yaml``."""
-    import importlib.resources
-
     import yaml
 
-    text = (importlib.resources.files("aiaudit.checks") / "data" /
-            "network_services.yaml").read_text(encoding="utf-8")
+    from aiaudit import resources
+
+    text = resources.read_text("aiaudit.checks", "data/network_services.yaml")
     out = []
-    for e in yaml.safe_load(text)["services"]:
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    for e in yaml.load(text, Loader=loader)["services"]:
         ports = tuple((p[0], p[1]) if isinstance(p, list) else (p, p) for p in e["ports"])
         out.append(Service(e["name"], e.get("proto", "tcp"), ports,
                            frozenset(e.get("processes", ())), bool(e.get("any_port")),

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -22,7 +21,7 @@ def test_every_twin_is_in_sync() -> None:
         twin = y.with_suffix(".json")
         assert twin.is_file(), f"{twin.name} missing: run python -m aiaudit.builtin_rulesets"
         doc = json.loads(twin.read_text())
-        assert doc["source_sha256"] == hashlib.sha256(y.read_bytes()).hexdigest(), (
+        assert doc["source_crc32"] == builtin_rulesets.fingerprint(y.read_bytes()), (
             f"{twin.name} is stale: run python -m aiaudit.builtin_rulesets")
         assert doc["data"] == yaml.safe_load(y.read_text())
 
@@ -32,11 +31,7 @@ def test_stale_twin_is_ignored(tmp_path: Path, monkeypatch) -> None:
     builtin_rulesets.compile_twins(str(tmp_path))
     (tmp_path / "x.yaml").write_text((tmp_path / "x.yaml").read_text() + "\n# edited\n")
 
-    class Files:
-        def joinpath(self, name: str) -> Path:
-            return tmp_path / name
-
-    monkeypatch.setattr(builtin_rulesets.resources, "files", lambda pkg: Files())
+    monkeypatch.setattr(builtin_rulesets.resources, "directory", lambda pkg: str(tmp_path))
     assert builtin_rulesets._data_loader("x.yaml")() is None
     builtin_rulesets.compile_twins(str(tmp_path))
     assert builtin_rulesets._data_loader("x.yaml")()["ruleset"] == "dl-training"

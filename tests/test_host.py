@@ -253,3 +253,37 @@ def test_command_limited_by_scan_deadline() -> None:
     with pytest.raises(CommandError, match="timed out"):
         host.run(["sleep", "10"], timeout=30)
     assert time.monotonic() - t0 < 2
+
+
+def test_prefix_cache_gives_the_same_answers_as_a_cold_host(tmp_path) -> None:
+    """Resolving with the directory-prefix cache warm must equal resolving each path in a
+    fresh Host (symlinks to directories, relative links with '..', absolute links)."""
+    import itertools
+
+    root = tmp_path / "r"
+    (root / "devices/pci/nvme/nvme0n1/queue").mkdir(parents=True)
+    (root / "devices/pci/nvme/nvme0n1/queue/scheduler").write_text("[none]\n")
+    (root / "block").mkdir()
+    os.symlink("../devices/pci/nvme/nvme0n1", root / "block/nvme0n1")
+    os.symlink("/devices/pci", root / "abs")
+    os.symlink("nvme0n1/queue", root / "devices/pci/nvme/q")
+    os.symlink("../../block", root / "devices/pci/up")
+    names = ["block", "nvme0n1", "queue", "scheduler", "abs", "nvme", "q", "up", "devices",
+             "pci", "missing"]
+    warm = Host(str(root))
+    checked = 0
+    for n in range(1, 4):
+        for combo in itertools.product(names, repeat=n):
+            path = "/" + "/".join(combo)
+            cold = Host(str(root))
+            try:
+                want = cold.resolve(path)
+            except Exception as exc:
+                want = type(exc)
+            try:
+                got = warm.resolve(path)
+            except Exception as exc:
+                got = type(exc)
+            assert got == want, path
+            checked += 1
+    assert checked > 1000

@@ -31,7 +31,6 @@ from __future__ import annotations
 import fnmatch
 import ipaddress
 import re
-import socket
 from dataclasses import dataclass, field
 from typing import Callable, Iterator, Mapping, Sequence
 
@@ -650,6 +649,8 @@ def addr_pton(text: str) -> tuple[int, int] | None:
     ``010.0.0.1`` is octal) as glibc does."""
     if ":" not in text:
         try:
+            import socket
+
             return 32, int.from_bytes(socket.inet_aton(text), "big")
         except (OSError, ValueError):
             return None

@@ -7,7 +7,6 @@ series about one finding can be correlated across runs and formats.
 
 from __future__ import annotations
 
-import hashlib
 import re
 
 from aiaudit.model import Finding, RunResult, Severity, Status
@@ -70,6 +69,8 @@ def fingerprint(run: RunResult, finding: Finding) -> str:
     keeps its identity when the wrong value changes.
     """
     key = "\x1f".join((finding.rule_id, host_label(run), finding.result.subject))
+    import hashlib
+
     return hashlib.sha256(text_safe(key).encode("utf-8")).hexdigest()
 
 

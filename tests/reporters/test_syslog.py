@@ -183,3 +183,9 @@ def test_stream_socket_fallback(tmp_path: Path) -> None:
     assert msgs[-1] == b""
     got = [json.loads(LINE.match(m.decode()).group(4)) for m in msgs[:-1]]
     assert got == evs
+
+
+def test_cli_default_socket_is_the_syslog_modules() -> None:
+    from aiaudit import cli, syslog
+
+    assert cli.DEFAULT_SYSLOG_SOCKET == syslog.DEFAULT_SOCKET
