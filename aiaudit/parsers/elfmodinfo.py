@@ -9,7 +9,6 @@ standard library, zstd only where the interpreter has it (``compression.zstd``, 
 
 from __future__ import annotations
 
-import lzma
 import struct
 import zlib
 
@@ -26,20 +25,25 @@ class UnsupportedCompression(ParseError):
 def decompress(name: str, data: bytes, cap: int = DECOMPRESSED_CAP) -> bytes:
     """The ELF image of a module file named ``name`` (``.ko``, ``.ko.xz``, ``.ko.gz``,
     ``.ko.zst``), decompressed with at most ``cap`` bytes of output."""
-    try:
-        if name.endswith(".xz"):
+    if name.endswith(".xz"):
+        import lzma  # only for .ko.xz modules
+
+        try:
             d = lzma.LZMADecompressor()
             out = d.decompress(data, max_length=cap)
-            if not d.eof and len(out) >= cap:
-                raise ParseError(f"{name}: decompresses to more than {cap} bytes")
-            return out
+        except (lzma.LZMAError, EOFError) as exc:
+            raise ParseError(f"{name}: corrupt compressed module: {exc}") from None
+        if not d.eof and len(out) >= cap:
+            raise ParseError(f"{name}: decompresses to more than {cap} bytes")
+        return out
+    try:
         if name.endswith(".gz"):
             z = zlib.decompressobj(wbits=47)
             out = z.decompress(data, cap)
             if z.unconsumed_tail:
                 raise ParseError(f"{name}: decompresses to more than {cap} bytes")
             return out
-    except (lzma.LZMAError, zlib.error, EOFError) as exc:
+    except (zlib.error, EOFError) as exc:
         raise ParseError(f"{name}: corrupt compressed module: {exc}") from None
     if name.endswith(".zst"):
         try:

@@ -11,7 +11,6 @@ ports: ``<service name>`` (ports of the service definition), ``<port port protoc
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from xml.parsers import expat
 
 from aiaudit.errors import ParseError
 from aiaudit.parsers.iptables import port_ranges
@@ -45,6 +44,8 @@ class Zone:
 def _elements(text: str, source: str) -> list[Element]:
     out: list[Element] = []
     depth = [0]
+    from xml.parsers import expat  # only when a zone file is parsed
+
     p = expat.ParserCreate()
 
     def start(tag: str, attrs: dict[str, str]) -> None:

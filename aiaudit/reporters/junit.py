@@ -11,8 +11,11 @@ escaped as ``\\xNN`` before they reach the document, which therefore always pars
 
 from __future__ import annotations
 
-import xml.dom.minidom
-import xml.etree.ElementTree as ET
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import xml.etree.ElementTree as ET
+
 from typing import Any, Mapping
 
 from aiaudit.api import ReporterSpec, RunResult, hookimpl
@@ -84,6 +87,8 @@ def _case(run: RunResult, f: Finding) -> Any:
 
 
 def build(run: RunResult) -> ET.Element:
+    import xml.etree.ElementTree as ET
+
     """The ``<testsuites>`` element of the report."""
     from junit_xml import TestSuite
 
@@ -120,6 +125,9 @@ def build(run: RunResult) -> ET.Element:
 
 def render(run: RunResult, options: Mapping[str, Any]) -> str:
     """The run as a JUnit XML document."""
+    import xml.dom.minidom
+    import xml.etree.ElementTree as ET
+
     raw = ET.tostring(build(run), encoding="utf-8")
     pretty = xml.dom.minidom.parseString(raw).toprettyxml(indent="  ", encoding="utf-8")
     return pretty.decode("utf-8")
