@@ -7,7 +7,7 @@ import contextlib
 import os
 import sys
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from aiaudit import __version__
 from aiaudit.errors import AuditError, ExitCode, RulesetError, UsageError
@@ -141,7 +141,8 @@ def _resolve_user(args: argparse.Namespace, rs_settings: dict[str, Any]
     return None, None
 
 
-def _parse_outputs(args: argparse.Namespace, known: set[str]) -> list[tuple[str, str | None]]:
+def _parse_outputs(args: argparse.Namespace, known: Mapping[str, object]
+                   ) -> list[tuple[str, str | None]]:
     """[(format, path or None for stdout)]."""
     if args.format not in known:
         raise UsageError(f"unknown format {args.format!r} (known: {', '.join(sorted(known))})")
@@ -323,7 +324,7 @@ def cmd_scan(args: argparse.Namespace) -> int:
     if not os.path.isdir(args.root):
         raise UsageError(f"--root {args.root}: not a directory")
     reg = plugins.registry()
-    outputs = _parse_outputs(args, set(reg.reporters))
+    outputs = _parse_outputs(args, reg.reporters)
     rs = _load_ruleset(args.ruleset)
     ids = {r.id for r in rs.rules} | set(rs.disabled)
     for rid in [*args.only, *args.skip]:
@@ -466,7 +467,7 @@ def cmd_render(args: argparse.Namespace) -> int:
     from aiaudit.savedreport import load_report
 
     reg = plugins.registry()
-    outputs = _parse_outputs(args, set(reg.reporters))
+    outputs = _parse_outputs(args, reg.reporters)
     run = load_report(args.report)
     _emit(reg, run, outputs, verbose=args.verbose)
     return ExitCode.OK

@@ -11,7 +11,7 @@ import importlib
 import pkgutil
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Iterable
+from typing import Iterable, Iterator, Mapping, TypeVar
 
 import pluggy
 
@@ -28,11 +28,122 @@ BUILTIN_MODULES = ("aiaudit.builtin_rulesets",)
 class Registry:
     """Everything the plugins provide, keyed by id/name."""
 
-    checks: dict[str, CheckSpec]
-    reporters: dict[str, ReporterSpec]
-    rulesets: dict[str, RulesetSource]
+    checks: Mapping[str, CheckSpec]
+    reporters: Mapping[str, ReporterSpec]
+    rulesets: Mapping[str, RulesetSource]
     plugins: tuple[str, ...]
-    """Names of the registered plugins (modules), for ``--version`` and debugging."""
+    """Names of the plugins registered when the registry was built."""
+
+
+T = TypeVar("T")
+
+
+class LazyTable(Mapping[str, T]):
+    """A read-only mapping whose built-in entries are imported on first use.
+
+    ``manifest`` names the module that provides each built-in key; a lookup imports only
+    that module.  Iteration, ``len`` and a key the manifest does not know import every
+    built-in module first, so the table always answers as if everything were loaded.
+    """
+
+    def __init__(self, loaded: dict[str, T], manifest: Mapping[str, str],
+                 loader: _Loader) -> None:
+        self._loaded = loaded
+        self._manifest = manifest
+        self._loader = loader
+
+    def __getitem__(self, key: str) -> T:
+        if key not in self._loaded:
+            mod = self._manifest.get(key)
+            if mod is not None:
+                self._loader.load_module(mod)
+            if key not in self._loaded:  # unknown, or a stale manifest
+                self._loader.load_all()
+        return self._loaded[key]
+
+    def __contains__(self, key: object) -> bool:
+        if key in self._loaded or key in self._manifest:
+            return True
+        self._loader.load_all()
+        return key in self._loaded
+
+    def __iter__(self) -> Iterator[str]:
+        self._loader.load_all()
+        return iter(dict(self._loaded))
+
+    def __len__(self) -> int:
+        self._loader.load_all()
+        return len(self._loaded)
+
+
+class _Loader:
+    """Registers plugin modules with pluggy, one at a time, and indexes what their
+    registration hooks return.  Third-party entry points are registered at once (their
+    ids are unknown until then); built-in check and reporter modules on first use."""
+
+    def __init__(self, entry_points: bool = True, extra: Iterable[object] = ()) -> None:
+        from aiaudit.manifest import BUILTIN_CHECKS, BUILTIN_REPORTERS
+
+        self.pm = pluggy.PluginManager(hookspecs.PROJECT)
+        self.pm.add_hookspecs(hookspecs)
+        self.checks: dict[str, CheckSpec] = {}
+        self.reporters: dict[str, ReporterSpec] = {}
+        self.rulesets: dict[str, RulesetSource] = {}
+        self.all_loaded = False
+        for name in BUILTIN_MODULES:
+            self.load_module(name)
+        for i, obj in enumerate(extra):
+            self.register(obj, f"extra-{i}")
+        if entry_points:
+            for name, target in find_entry_points(ENTRY_POINT_GROUP):
+                if self.pm.get_plugin(name) is not None or self.pm.is_blocked(name):
+                    continue
+                try:
+                    mod = _load_target(target)
+                except Exception as exc:  # a broken third-party plugin is a usage problem
+                    raise UsageError(
+                        f"could not load '{ENTRY_POINT_GROUP}' plugin {name} ({target}): {exc}"
+                    ) from exc
+                self.register(mod, name)
+        self.registry = Registry(LazyTable(self.checks, BUILTIN_CHECKS, self),
+                                 LazyTable(self.reporters, BUILTIN_REPORTERS, self),
+                                 self.rulesets,
+                                 tuple(n for n, _ in self.pm.list_name_plugin()))
+
+    def load_module(self, name: str) -> None:
+        """Import built-in module ``name`` and register it (once)."""
+        if self.pm.get_plugin(name) is None:
+            self.register(importlib.import_module(name), name)
+
+    def load_all(self) -> None:
+        """Register every built-in module."""
+        if not self.all_loaded:
+            self.all_loaded = True
+            for mod in builtin_modules():
+                if self.pm.get_plugin(mod.__name__) is None:
+                    self.register(mod, mod.__name__)
+
+    def register(self, mod: object, name: str) -> None:
+        """Register ``mod`` with pluggy and index the specs its hook implementations
+        return (a duplicate check id or reporter name is an error)."""
+        self.pm.register(mod, name=name)
+        hook = self.pm.hook
+        for impl in hook.aiaudit_register_checks.get_hookimpls():
+            if impl.plugin is mod:
+                for spec in impl.function():
+                    if spec.id in self.checks:
+                        raise UsageError(f"two plugins register check {spec.id!r}")
+                    self.checks[spec.id] = spec
+        for impl in hook.aiaudit_register_reporters.get_hookimpls():
+            if impl.plugin is mod:
+                for rep in impl.function():
+                    if rep.name in self.reporters:
+                        raise UsageError(f"two plugins register reporter {rep.name!r}")
+                    self.reporters[rep.name] = rep
+        for impl in hook.aiaudit_register_rulesets.get_hookimpls():
+            if impl.plugin is mod:
+                for src in impl.function():
+                    self.rulesets.setdefault(src.name, src)  # the first (built-in) wins
 
 
 def builtin_modules() -> list[ModuleType]:
@@ -44,31 +155,6 @@ def builtin_modules() -> list[ModuleType]:
             if not info.name.startswith("_"):
                 mods.append(importlib.import_module(f"{pkg_name}.{info.name}"))
     return mods
-
-
-def make_manager(
-    *, entry_points: bool = True, extra: Iterable[object] = ()
-) -> pluggy.PluginManager:
-    """A plugin manager with the built-ins, ``extra`` objects and (optionally) the
-    ``aiaudit`` entry points registered."""
-    pm = pluggy.PluginManager(hookspecs.PROJECT)
-    pm.add_hookspecs(hookspecs)
-    for mod in builtin_modules():
-        pm.register(mod, name=mod.__name__)
-    for obj in extra:
-        pm.register(obj)
-    if entry_points:
-        for name, target in find_entry_points(ENTRY_POINT_GROUP):
-            if pm.get_plugin(name) is not None or pm.is_blocked(name):
-                continue
-            try:
-                mod = _load_target(target)
-            except Exception as exc:  # a broken third-party plugin is a usage problem
-                raise UsageError(
-                    f"could not load '{ENTRY_POINT_GROUP}' plugin {name} ({target}): {exc}"
-                ) from exc
-            pm.register(mod, name=name)
-    return pm
 
 
 def find_entry_points(group: str) -> list[tuple[str, str]]:
@@ -134,36 +220,19 @@ def _load_target(target: str) -> object:
     return obj
 
 
-def collect(pm: pluggy.PluginManager) -> Registry:
-    """Call the registration hooks and index what they return; duplicates are errors."""
-    checks: dict[str, CheckSpec] = {}
-    reporters: dict[str, ReporterSpec] = {}
-    rulesets: dict[str, RulesetSource] = {}
-    for specs in pm.hook.aiaudit_register_checks():
-        for spec in specs:
-            if spec.id in checks:
-                raise UsageError(f"two plugins register check {spec.id!r}")
-            checks[spec.id] = spec
-    for specs in pm.hook.aiaudit_register_reporters():
-        for rep in specs:
-            if rep.name in reporters:
-                raise UsageError(f"two plugins register reporter {rep.name!r}")
-            reporters[rep.name] = rep
-    # pluggy calls later-registered plugins first; keep the first registration (built-in)
-    # unless a plugin deliberately ships a ruleset under a new name.
-    for sources in reversed(pm.hook.aiaudit_register_rulesets()):
-        for src in sources:
-            rulesets.setdefault(src.name, src)
-    names = tuple(name for name, _ in pm.list_name_plugin())
-    return Registry(checks, reporters, rulesets, names)
-
-
 _REGISTRY: Registry | None = None
 
 
+def build_registry(*, entry_points: bool = True, extra: Iterable[object] = ()) -> Registry:
+    """A new registry: built-ins (imported lazily), ``extra`` plugin objects and, unless
+    ``entry_points`` is false, the third-party ``aiaudit`` entry points."""
+    return _Loader(entry_points, extra).registry
+
+
 def registry() -> Registry:
-    """The process-wide registry (built once, on first use)."""
+    """The process-wide registry (built once, on first use; built-in check and reporter
+    modules are imported when a rule or format first needs them)."""
     global _REGISTRY
     if _REGISTRY is None:
-        _REGISTRY = collect(make_manager())
+        _REGISTRY = build_registry()
     return _REGISTRY

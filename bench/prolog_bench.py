@@ -84,8 +84,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--ruleset", default="dl-training",
-                   help="ruleset to scan with (slurm-preflight once it ships)")
+    p.add_argument("--ruleset", default="slurm-preflight",
+                   help="ruleset to scan with (default slurm-preflight)")
     p.add_argument("-n", type=int, default=20, help="timed runs (default 20)")
     p.add_argument("--warmup", type=int, default=2, help="untimed runs first (page cache)")
     p.add_argument("--root", default="/", help="root to scan (default /, live)")

@@ -153,13 +153,13 @@ def test_timeout_deadline_holds_in_installed_cli(installed, make_root) -> None:
 
 
 def test_demo_plugin_registers_in_process(make_root) -> None:
-    """The same plugin module through :func:`plugins.make_manager` (fast, no install)."""
+    """The same plugin module through :func:`plugins.build_registry` (fast, no install)."""
     sys.path.insert(0, str(DEMO))
     try:
         import aiaudit_demo.plugin as demo
     finally:
         sys.path.remove(str(DEMO))
-    reg = plugins.collect(plugins.make_manager(entry_points=False, extra=[demo]))
+    reg = plugins.build_registry(entry_points=False, extra=[demo])
     assert {"demo.motd", "demo.sleep", "kernel.sysctl"} <= set(reg.checks)
     rs = ruleset.load(str(PLUGINS / "demo.yaml"), reg, validate=True)
     root = make_root({"/etc/motd": "hello\n", "/etc/sysctl.d/1.conf": "vm.swappiness=1\n"})
@@ -169,7 +169,7 @@ def test_demo_plugin_registers_in_process(make_root) -> None:
     fail = next(f for f in run.findings if f.rule_id == "DEMO-MOTD")
     assert fail.result.remediation.snippets[0].path == "/etc/motd"
     with pytest.raises(UsageError, match="two plugins register check"):
-        plugins.collect(plugins.make_manager(entry_points=False, extra=[demo, _Dup()]))
+        set(plugins.build_registry(entry_points=False, extra=[demo, _Dup()]).checks)
 
 
 class _Dup:

@@ -230,7 +230,8 @@ def test_prolog_bench_measures(tmp_path: Path, sysctl_roots, capsys) -> None:
     assert bench.percentile([5, 1, 4, 2, 3], 50) == 3
     good, _ = sysctl_roots
     assert bench.main(["-n", "2", "--warmup", "0", "--json", "--root", str(good),
-                       "--", "--only", "SYSCTL-VM-SWAPPINESS"]) == 0
+                       "--ruleset", "dl-training", "--", "--only",
+                       "SYSCTL-VM-SWAPPINESS"]) == 0
     res = json.loads(capsys.readouterr().out)
     assert res["runs"] == 2 and res["exit_codes"] == [0]
     assert 0 < res["wall_median_s"] <= res["wall_p95_s"] and res["scan_median_s"] is not None

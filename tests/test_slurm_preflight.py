@@ -1,0 +1,89 @@
+"""The shipped ``slurm-preflight`` ruleset, run as the Slurm prolog runs it: fast, runtime
+state only, exit 1 with a one-line reason only for a node that should be drained."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from aiaudit import plugins, ruleset
+from tests.helpers import ROOTS, cli
+
+PROLOG = ["scan", "--prolog", "--ruleset", "slurm-preflight", "--fail-on", "high"]
+
+
+def test_ruleset_ships_and_validates() -> None:
+    rs = ruleset.load("slurm-preflight", plugins.registry(), validate=True)
+    assert rs.settings["fail_on"] == "high"
+    ids = {r.id for r in rs.rules}
+    assert ids == {"GPU-DRIVER-LIBRARY-MATCH", "GPU-COUNT", "LIMITS-SLURM-JOB",
+                   "MEM-DEV-SHM-SIZE", "CPU-GOVERNOR-PERFORMANCE"}
+    # the same rule ids as dl-training (a SIEM sees one id per problem), runtime only
+    full = {r.id: r for r in ruleset.load("dl-training", plugins.registry()).rules}
+    for r in rs.rules:
+        assert full[r.id].check.id == r.check.id
+        if "persist" in r.check.params_schema.get("properties", {}):
+            assert r.params["persist"] is False, r.id
+
+
+def test_driver_mismatch_drains_with_one_line_reason() -> None:
+    root = ROOTS / "gpu-module-library-mismatch" / "root"
+    r = cli(*PROLOG, "--root", str(root), "--live", "--format", "json",
+            env={"SLURM_JOB_USER": "root"})
+    assert r.code == 1, r.err
+    lines = [ln for ln in r.err.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("aiaudit: FAIL GPU-DRIVER-LIBRARY-MATCH")
+    assert len(lines[0]) <= 250
+
+
+def test_healthy_node_passes(make_root) -> None:
+    # a CPU node: no GPU, no Slurm installed here, a large /dev/shm, no cpufreq (a VM)
+    root = make_root({
+        "/proc/meminfo": "MemTotal:       16384000 kB\nSwapTotal:             0 kB\n",
+        "/proc/mounts": "tmpfs /dev/shm tmpfs rw,nosuid,nodev,size=12000000k 0 0\n",
+        "/etc/os-release": "ID=debian\nVERSION_ID=12\n",
+    }, dirs=("/sys/devices/system/cpu", "/sys/bus/pci/devices"))
+    r = cli(*PROLOG, "--root", str(root), "--live", env={"SLURM_JOB_USER": "alice"})
+    assert r.code == 0, r.out + r.err
+    assert r.err.strip() == ""
+
+
+def test_small_dev_shm_drains(make_root) -> None:
+    root = make_root({
+        "/proc/meminfo": "MemTotal:       16384000 kB\n",
+        "/proc/mounts": "tmpfs /dev/shm tmpfs rw,nosuid,nodev,size=65536k 0 0\n",
+    }, dirs=("/sys/devices/system/cpu", "/sys/bus/pci/devices"))
+    r = cli(*PROLOG, "--root", str(root), "--live", env={"SLURM_JOB_USER": "alice"})
+    assert r.code == 1
+    assert r.err.startswith("aiaudit: FAIL MEM-DEV-SHM-SIZE")
+
+
+def test_prolog_on_this_host_is_fast_and_never_drains_for_lack_of_slurm() -> None:
+    """The real entry point, live on this machine: well under the 10 s prolog deadline."""
+    exe = shutil.which("aiaudit", path=str(Path(sys.executable).parent))
+    argv = [exe] if exe else [sys.executable, "-m", "aiaudit"]
+    t0 = time.monotonic()
+    p = subprocess.run([*argv, *PROLOG, "--format", "json"], capture_output=True, text=True,
+                       timeout=60, env={"PATH": "/usr/bin:/bin", "SLURM_JOB_USER": "root"})
+    took = time.monotonic() - t0
+    assert p.returncode in (0, 1), p.stderr
+    assert took < 5, f"prolog scan took {took:.1f}s"
+
+
+@pytest.mark.parametrize("rule", ["GPU-COUNT", "GPU-DRIVER-LIBRARY-MATCH"])
+def test_site_override_requires_gpus(tmp_path: Path, make_root, rule: str) -> None:
+    site = tmp_path / "site.yaml"
+    site.write_text("ruleset: site-preflight\nversion: '1'\nextends: slurm-preflight\n"
+                    "overrides:\n"
+                    "  GPU-COUNT: {params: {min_count: 8, require_gpu: true}}\n"
+                    "  GPU-DRIVER-LIBRARY-MATCH: {params: {require_gpu: true}}\n")
+    root = make_root({"/proc/meminfo": "MemTotal: 1 kB\n"}, dirs=("/sys/bus/pci/devices",))
+    r = cli("scan", "--prolog", "--ruleset", str(site), "--root", str(root), "--live",
+            "--only", rule, env={"SLURM_JOB_USER": "alice"})
+    assert r.code == 1, r.out + r.err
+    assert rule in r.err
