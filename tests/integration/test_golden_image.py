@@ -86,6 +86,13 @@ MaxAuthTries 3
     "/etc/machine-id": "uninitialized\n",
     "/etc/image-id": "gpu-node-golden-1\n",
 }
+APPENDED_TO_IMAGE: dict[str, str] = {
+    # the training user the image is built for (--user trainer)
+    "/etc/passwd": "trainer:x:1000:1000:Training:/home/trainer:/bin/bash\n",
+    "/etc/group": "trainer:x:1000:\n",
+}
+"""Lines added to files the image already has."""
+USER = "trainer"
 REMOVED_FROM_IMAGE = ("/etc/ssh/ssh_host_rsa_key", "/etc/ssh/ssh_host_rsa_key.pub",
                       "/etc/ssh/ssh_host_ecdsa_key", "/etc/ssh/ssh_host_ecdsa_key.pub",
                       "/etc/ssh/ssh_host_ed25519_key", "/etc/ssh/ssh_host_ed25519_key.pub")
@@ -102,6 +109,11 @@ SYSCTL_RULES = (
     "SYSCTL-KERNEL-KPTR-RESTRICT", "SYSCTL-KERNEL-DMESG-RESTRICT",
 )
 NET_RULES = tuple(r for r in SYSCTL_RULES if r.startswith("SYSCTL-NET-"))
+SSH_RULES = ("SSH-PERMIT-ROOT-LOGIN", "SSH-PASSWORD-AUTHENTICATION", "SSH-KBD-INTERACTIVE",
+             "SSH-PERMIT-EMPTY-PASSWORDS", "SSH-PUBKEY-AUTHENTICATION", "SSH-X11-FORWARDING",
+             "SSH-MAX-AUTH-TRIES", "SSH-PERMIT-USER-ENVIRONMENT", "SSH-GATEWAY-PORTS")
+LIMITS_RULES = ("LIMITS-NOFILE-SOFT", "LIMITS-NOFILE-HARD", "LIMITS-MEMLOCK-SOFT",
+                "LIMITS-MEMLOCK-HARD", "LIMITS-PAM-LIMITS-LOADED", "TRAINING-USER-NOT-ROOT")
 
 Expect = Mapping[str, Any]
 """rule id -> status, or {status, aspect, evidence (substring of an evidence source)}."""
@@ -111,7 +123,16 @@ GOLDEN_EXPECT: dict[str, Any] = {
     "SYSCTL-VM-SWAPPINESS": {"status": "pass", "evidence": "etc/sysctl.d/90-training.conf:2"},
     "SYSCTL-NET-CORE-SOMAXCONN": {"status": "pass",
                                   "evidence": "usr/lib/sysctl.d/60-training-net.conf:9"},
-    # sshd / limits / network / gpu: the lead adds the rules of each family here
+    **dict.fromkeys(SSH_RULES, {"status": "pass", "aspect": "config"}),
+    "SSH-PASSWORD-AUTHENTICATION": {"status": "pass",
+                                    "evidence": "etc/ssh/sshd_config.d/50-training.conf:2"},
+    **dict.fromkeys(LIMITS_RULES, "pass"),
+    "LIMITS-MEMLOCK-SOFT": {"status": "pass",
+                            "evidence": "etc/security/limits.d/90-training.conf:1"},
+    "MEM-DEV-SHM-SIZE": "pass", "MEM-SWAP-OFF": "pass", "MEM-THP-DEFRAG": "pass",
+    "BLOCK-IO-SCHEDULER": "pass",
+    # a GPU image built without the driver (installed at first boot): GPU rules do not apply
+    "GPU-DRIVER-LIBRARY-MATCH": "skip",
 }
 
 
@@ -175,8 +196,48 @@ BREAKAGES: tuple[Breakage, ...] = (
                    "vm.swappiness", "vm.swapiness")},
         expect={"SYSCTL-VM-SWAPPINESS": "fail", "SYSCTL-VM-MAX-MAP-COUNT": "pass"},
     ),
-    # sshd / limits: the lead adds e.g. "sshd-password-auth-back-on" (a later drop-in),
-    # "limits-memlock-dropped", "ssh-host-keys-baked-in" (REMOVED_FROM_IMAGE restored) ...
+    Breakage(
+        # a package drops its own sshd snippet; it sorts first, and the first value wins
+        "sshd-password-auth-back-on",
+        files={"/etc/ssh/sshd_config.d/10-vendor.conf": "PasswordAuthentication yes\n"},
+        expect={"SSH-PASSWORD-AUTHENTICATION": {
+            "status": "fail", "evidence": "etc/ssh/sshd_config.d/10-vendor.conf:1"},
+            "SSH-PERMIT-ROOT-LOGIN": "pass"},
+    ),
+    Breakage(
+        # a typo sshd refuses: sshd would not start, so every SSH rule says "could not look"
+        "sshd-config-typo",
+        files={"/etc/ssh/sshd_config.d/60-typo.conf": "PasswordAuthentcation no\n"},
+        expect={**dict.fromkeys(SSH_RULES, "error"),
+                "LIMITS-MEMLOCK-SOFT": "pass"},
+    ),
+    Breakage(
+        "limits-dropin-removed",
+        remove=("/etc/security/limits.d/90-training.conf",),
+        expect={"LIMITS-MEMLOCK-SOFT": "fail", "LIMITS-MEMLOCK-HARD": "fail",
+                "LIMITS-NOFILE-SOFT": "fail", "LIMITS-NOFILE-HARD": "fail",
+                "LIMITS-PAM-LIMITS-LOADED": "pass"},
+    ),
+    Breakage(
+        # a user line outranks the '*' lines whatever the file order (pam_limits ranks)
+        "limits-user-line-outranks-star",
+        files={"/etc/security/limits.d/00-trainer.conf":
+               "trainer soft memlock 65536\ntrainer hard memlock 65536\n"},
+        expect={"LIMITS-MEMLOCK-SOFT": {"status": "fail",
+                                        "evidence": "etc/security/limits.d/00-trainer.conf:1"},
+                "LIMITS-MEMLOCK-HARD": "fail", "LIMITS-NOFILE-SOFT": "pass"},
+    ),
+    Breakage(
+        # the sshd PAM stack without pam_limits: limits.conf no longer applies to SSH logins
+        "pam-limits-removed",
+        files={"/etc/pam.d/sshd": "@include common-auth\naccount required pam_nologin.so\n"
+                                  "@include common-account\n@include common-session\n"
+                                  "@include common-password\n"},
+        expect={"LIMITS-PAM-LIMITS-LOADED": "fail", "LIMITS-MEMLOCK-SOFT": "fail",
+                "LIMITS-MEMLOCK-HARD": "fail", "LIMITS-NOFILE-SOFT": "fail",
+                # sshd keeps ssh.service's limits: systemd's default hard nofile, 524288
+                "LIMITS-NOFILE-HARD": {"status": "pass", "evidence": "systemd"}},
+    ),
 )
 
 
@@ -269,8 +330,11 @@ def variant(src: Path, dst: Path, files: Mapping[str, str] = {},
 @pytest.fixture(scope="session")
 def golden(debootstrap_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The training image: debootstrap root plus :data:`TRAINING_FILES`."""
+    files = dict(TRAINING_FILES)
+    for path, lines in APPENDED_TO_IMAGE.items():
+        files[path] = (debootstrap_root / path.lstrip("/")).read_text() + lines
     return variant(debootstrap_root, tmp_path_factory.mktemp("golden") / "root",
-                   files=TRAINING_FILES, remove=REMOVED_FROM_IMAGE)
+                   files=files, remove=REMOVED_FROM_IMAGE)
 
 
 # ----------------------------------------------------------------------------- checking
@@ -301,7 +365,8 @@ def mismatches(results: list[dict[str, Any]], expect: Expect) -> list[str]:
 
 def scan_json(root: Path, *extra: str) -> tuple[int, dict[str, Any]]:
     """``aiaudit scan --root ROOT --offline --format json`` (in-process)."""
-    r = cli("scan", "--root", str(root), "--offline", "--format", "json", *extra)
+    r = cli("scan", "--root", str(root), "--offline", "--format", "json", "--user", USER,
+            *extra)
     assert r.code in (0, 1, 3), r.err
     return r.code, json.loads(r.out)
 
@@ -311,7 +376,8 @@ def test_golden_image_passes(golden: Path) -> None:
     import sys
 
     proc = subprocess.run([sys.executable, "-m", "aiaudit", "scan", "--root", str(golden),
-                           "--offline", "--format", "json"], capture_output=True, text=True,
+                           "--offline", "--format", "json", "--user", USER],
+                          capture_output=True, text=True,
                           timeout=300)
     assert proc.returncode in (0, 1, 3), proc.stderr
     doc = json.loads(proc.stdout)
@@ -341,8 +407,9 @@ def test_breakage_is_found(golden: Path, tmp_path: Path, breakage: Breakage) -> 
     # nothing else broke, and the gate fails when a rule at or above --fail-on fails
     assert failing == expected_failing
     sev = {r["id"]: r["severity"] for r in doc["rules"]}
-    gate = any(sev[r] in ("medium", "high", "critical") for r in failing)
-    assert code == (1 if gate else 0)
+    at_gate = {r for r in sev if sev[r] in ("medium", "high", "critical")}
+    errors = {r["rule_id"] for r in doc["results"] if r["status"] == "error"}
+    assert code == (1 if failing & at_gate else 3 if errors & at_gate else 0)
 
 
 def test_variants_do_not_touch_the_cache(debootstrap_root: Path, golden: Path) -> None:
