@@ -123,7 +123,7 @@ GOLDEN_EXPECT: dict[str, Any] = {
     "SYSCTL-VM-SWAPPINESS": {"status": "pass", "evidence": "etc/sysctl.d/90-training.conf:2"},
     "SYSCTL-NET-CORE-SOMAXCONN": {"status": "pass",
                                   "evidence": "usr/lib/sysctl.d/60-training-net.conf:9"},
-    **dict.fromkeys(SSH_RULES, {"status": "pass", "aspect": "config"}),
+    **{r: {"status": "pass", "aspect": "config"} for r in SSH_RULES},
     "SSH-PASSWORD-AUTHENTICATION": {"status": "pass",
                                     "evidence": "etc/ssh/sshd_config.d/50-training.conf:2"},
     **dict.fromkeys(LIMITS_RULES, "pass"),
