@@ -152,10 +152,11 @@ def changes_since(current: RunResult, previous: RunResult | None, origin: str) -
 def load_previous(path: str) -> RunResult:
     """Read a saved JSON scan report (``--format json`` / ``--save-scan``); any problem is a
     :class:`UsageError` (exit 2) naming the file."""
-    from aiaudit.ruleset import _read_file, schema
+    from aiaudit.inputs import read_input
+    from aiaudit.ruleset import schema
     from aiaudit.serialize import run_from_dict
 
-    text = _read_file(path, "previous scan", MAX_PREVIOUS_BYTES)
+    text = read_input(path, "previous scan", MAX_PREVIOUS_BYTES)
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, Mapping, Sequence
@@ -18,6 +17,7 @@ from typing import Any, Mapping, Sequence
 from aiaudit import resources
 from aiaudit.api import CheckSpec
 from aiaudit.errors import RulesetError, UsageError
+from aiaudit.inputs import read_input
 from aiaudit.model import RuleInfo, Severity
 from aiaudit.plugins import Registry
 from aiaudit.yamlpos import Located
@@ -99,28 +99,6 @@ def _short(err: Any) -> str:
     return err.message if len(err.message) < 300 else err.message[:300] + "..."
 
 
-def _read_file(path: str, what: str = "ruleset", limit: int = MAX_RULESET_BYTES) -> str:
-    """Read a ruleset (or other input) file the user named (regular files only, at most
-    ``limit`` bytes); ``what`` names it in messages."""
-    try:
-        st = os.stat(path)
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot read {what}: {exc.strerror}") from None
-    if not stat.S_ISREG(st.st_mode):
-        raise UsageError(f"{path}: not a regular file")
-    if st.st_size > limit:
-        raise UsageError(f"{path}: {st.st_size} bytes is too large for a {what} (limit {limit})")
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read(limit + 1)
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot read {what}: {exc.strerror}") from None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise UsageError(f"{path}: not UTF-8 text (byte {exc.start})") from None
-
-
 def is_path(ref: str) -> bool:
     """True if ``ref`` names a file rather than a shipped ruleset."""
     return "/" in ref or ref.endswith((".yaml", ".yml")) or os.path.isfile(ref)
@@ -141,7 +119,7 @@ def _load_doc(ref: str, registry: Registry, base_dir: str | None,
 
     if is_path(ref):
         path = ref if os.path.isabs(ref) or base_dir is None else os.path.join(base_dir, ref)
-        text, origin, trusted = _read_file(path), path, False
+        text, origin, trusted = read_input(path, "ruleset", MAX_RULESET_BYTES), path, False
         real: str | None = os.path.realpath(path)
     else:
         src = registry.rulesets.get(ref)

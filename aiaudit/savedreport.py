@@ -8,11 +8,10 @@ clear message (exit code 2) instead of a traceback.
 from __future__ import annotations
 
 import json
-import os
-import stat
 import sys
 
 from aiaudit.errors import UsageError
+from aiaudit.inputs import read_input
 from aiaudit.model import RunResult
 
 MAX_REPORT_BYTES = 256 * 1024 * 1024
@@ -46,18 +45,5 @@ def load_report(path: str) -> RunResult:
 
 def _read(path: str) -> str:
     if path == "-":
-        return sys.stdin.read()
-    try:
-        st = os.stat(path)
-        if not stat.S_ISREG(st.st_mode):
-            raise UsageError(f"{path}: not a regular file")
-        if st.st_size > MAX_REPORT_BYTES:
-            raise UsageError(f"{path}: larger than {MAX_REPORT_BYTES} bytes")
-        with open(path, "rb") as fh:
-            raw = fh.read(MAX_REPORT_BYTES + 1)
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot read report: {exc.strerror}") from None
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise UsageError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+        return sys.stdin.read(MAX_REPORT_BYTES)
+    return read_input(path, "report", MAX_REPORT_BYTES)

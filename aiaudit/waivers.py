@@ -85,6 +85,7 @@ def parse_waivers(text: str, origin: str) -> tuple[Waiver, ...]:
 
 def load_waivers(path: str) -> tuple[Waiver, ...]:
     """Read and validate the waiver file at ``path`` (``--waivers``)."""
-    from aiaudit.ruleset import _read_file
+    from aiaudit.inputs import read_input
+    from aiaudit.ruleset import MAX_RULESET_BYTES
 
-    return parse_waivers(_read_file(path, "waiver file"), path)
+    return parse_waivers(read_input(path, "waiver file", MAX_RULESET_BYTES), path)
