@@ -11,6 +11,7 @@ with ``-`` in the name escaped to ``_``.
 from __future__ import annotations
 
 import ast
+import warnings
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -22,7 +23,9 @@ def literal_assignments(text: str) -> dict[str, Any]:
     """``{name: value}`` for top-level ``name = <literal>`` and ``name: T = <literal>``
     statements; anything that is not a literal is left out."""
     try:
-        tree = ast.parse(text)
+        with warnings.catch_warnings():  # a hostile file must not print to our stderr
+            warnings.simplefilter("ignore")
+            tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         raise ParseError(f"not valid Python: {exc}") from None
     out: dict[str, Any] = {}

@@ -68,3 +68,15 @@ def test_any_text(text: str) -> None:
         pass
     pyenv.dist_info(text)
     pyenv.cuda_major_of(text)
+
+
+def test_hostile_version_py_prints_no_warning() -> None:
+    """ast.parse warns on odd literals (``1_a``); a scanned file must not reach stderr."""
+    import subprocess
+    import sys
+
+    code = ("from aiaudit.parsers import pyenv\n"
+            "try:\n    pyenv.parse_torch_version('__version__ = 0x1for\\ncuda = 1if 2 else 3')\n"
+            "except Exception:\n    pass\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0 and out.stderr == "", out.stderr
