@@ -11,8 +11,8 @@ with ``-`` in the name escaped to ``_``.
 from __future__ import annotations
 
 import ast
-import warnings
 import re
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
