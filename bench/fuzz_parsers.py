@@ -49,6 +49,40 @@ text_inputs = st.one_of(
 )
 
 
+def _b(text: str) -> bytes:
+    return text.encode("utf-8", "surrogateescape")
+
+
+def extra_targets() -> list[tuple[str, Callable[[str], Any]]]:
+    """Parsers that take more than text (a protocol, a family, bytes): called through a
+    one-argument adapter so they are fuzzed too."""
+    import socket
+
+    from aiaudit.parsers import (
+        elfmodinfo,
+        firewalld,
+        iptables,
+        limits,
+        procnet,
+        rpmheader,
+    )
+
+    return [
+        ("elfmodinfo.modinfo(bytes)", lambda t: elfmodinfo.modinfo(_b(t))),
+        ("elfmodinfo.module_version(.ko.xz)",
+         lambda t: elfmodinfo.module_version("nvidia.ko.xz", _b(t))),
+        ("elfmodinfo.module_version(.ko.gz)",
+         lambda t: elfmodinfo.module_version("nvidia.ko.gz", _b(t))),
+        ("firewalld.parse_zone", lambda t: firewalld.parse_zone(t, "public", "fuzz")),
+        ("iptables.parse", lambda t: iptables.parse(t, socket.AF_INET, "fuzz")),
+        ("limits.parse", lambda t: limits.parse(t, "fuzz")),
+        ("limits.parse(bytes)", lambda t: limits.parse(_b(t), "fuzz")),
+        ("procnet.parse(tcp6)", lambda t: procnet.parse(t, "tcp", socket.AF_INET6)),
+        ("procnet.parse(udp)", lambda t: procnet.parse(t, "udp", socket.AF_INET)),
+        ("rpmheader.parse_header", lambda t: rpmheader.parse_header(_b(t))),
+    ]
+
+
 def discover() -> list[tuple[str, Callable[..., Any]]]:
     """Every public function of every module in ``aiaudit.parsers`` whose first parameter
     is named ``text`` (the parser convention)."""
@@ -110,7 +144,7 @@ def main() -> int:
     bad = 0
     total = 0
     print(f"{'parser':<40} {'examples':>9} {'seconds':>8}  result")
-    for name, fn in discover():
+    for name, fn in [*discover(), *extra_targets()]:
         if args.only and args.only not in name:
             continue
         t0 = time.monotonic()
