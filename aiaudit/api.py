@@ -83,7 +83,8 @@ class CheckSpec:
     description: str = ""
     """What the check looks at and how it decides (shown by ``aiaudit explain``)."""
     modes: tuple[str, ...] = ("live", "offline")
-    """Scan modes in which the check can say something."""
+    """Scan modes in which the check can say something (shown by ``aiaudit explain``); in
+    the other modes the check itself yields a ``skip`` saying why."""
 
 
 Renderer = Callable[[RunResult, Mapping[str, Any]], str]

@@ -403,6 +403,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     if rule.check.description:
         print(f"  {rule.check.description.strip()}")
     print(f"  params: {json.dumps(dict(rule.params), sort_keys=True)}")
+    print(f"  scan modes: {', '.join(rule.check.modes)}")
     if i.remediation:
         print(f"\nHow to fix:\n  {i.remediation.strip()}")
     else:
