@@ -430,10 +430,10 @@ DEFAULT_SYSLOG_SOCKET = "/dev/log"
 
 
 def _add_syslog_option(p: argparse.ArgumentParser) -> None:
-    DEFAULT_SOCKET = DEFAULT_SYSLOG_SOCKET
-    p.add_argument("--syslog", nargs="?", const=DEFAULT_SOCKET, default=None, metavar="SOCKET",
+    p.add_argument("--syslog", nargs="?", const=DEFAULT_SYSLOG_SOCKET, default=None,
+                   metavar="SOCKET",
                    help=f"also send one JSON event per result to syslog (ident aiaudit, "
-                        f"facility user) through SOCKET (default {DEFAULT_SOCKET})")
+                        f"facility user) through SOCKET (default {DEFAULT_SYSLOG_SOCKET})")
 
 
 def _add_report_commands(sub: Any) -> None:
