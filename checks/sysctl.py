@@ -3,14 +3,16 @@
 Live, the runtime value comes from ``/proc/sys``; the persisted value is what systemd-sysctl
 will write at the next boot (directories, masking, strcmp order, last assignment wins,
 explicit beats glob, ``-key`` exclusions; see :mod:`aiaudit.parsers.sysctl`), with the procps
-``sysctl --system`` result alongside when it differs (``/etc/sysctl.conf`` read last, older
-procps orders and no globs).  A failure says which side is wrong: ``runtime``, ``persisted``
-or ``drift`` (right now but reverts at reboot, or configured but not applied).
+``sysctl --system`` result alongside when it differs (``/etc/sysctl.conf`` read last,
+older procps orders and no globs), then tuned when it is enabled (its profile's
+``[sysctl]``, with the admin files re-applied after it).  A failure says which side is
+wrong: ``runtime``, ``persisted`` or ``drift`` (right now but reverts at reboot, or
+configured but not applied).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterator, Mapping
 
 from aiaudit.api import (
@@ -90,6 +92,9 @@ class SysctlConfig:
     notes: tuple[str, ...] = field(default_factory=tuple)
     procps_glob_exclude: bool = True
     """procps >= 4.0.5: ``-pattern`` exclusions stop globs by ``fnmatch``."""
+    tuned_reapply_entries: tuple[sp.Entry, ...] = ()
+    """What tuned re-applies after its profile (``reapply_sysctl``): ``/run/sysctl.d`` and
+    ``/etc/sysctl.d`` (same basename: /run wins), then ``/etc/sysctl.conf``."""
 
 
 def _listing(host: Host, dirs: tuple[str, ...]) -> list[tuple[str, list[str]]]:
@@ -155,8 +160,89 @@ def load_config(host: Host) -> SysctlConfig:
     pentries = [e for cf in pfiles for e in entries_of(cf, procps=True)]
     if host.is_file(sp.SYSCTL_CONF):
         pentries += entries_of(sp.ConfFile("sysctl.conf", sp.SYSCTL_CONF), procps=True)
+    # tuned plugin_sysctl._apply_system_sysctl: SYSCTL_CONFIG_DIRS = /run, /etc (the first
+    # directory holding a basename wins), sorted by name, then /etc/sysctl.conf
+    tfiles = sp.order_files(_listing(host, TUNED_REAPPLY_DIRS))
+    if host.is_file(sp.SYSCTL_CONF):
+        tfiles.append(sp.ConfFile("sysctl.conf", sp.SYSCTL_CONF))
+    tentries: list[sp.Entry] = []
+    for cf in tfiles:
+        if (cf.path, False) in parsed:  # systemd reads it too: its verdict stands
+            tentries += parsed[cf.path, False]
+            continue
+        try:  # only tuned re-applies it (sysctl.conf without the 99-sysctl.conf link)
+            tentries += sp.parse(host.read_text(cf.path), cf.path)[0]
+        except (HostError, ParseError) as exc:
+            notes.append(f"{exc}; only tuned's reapply_sysctl reads it")
     return SysctlConfig(tuple(files), tuple(entries), tuple(pentries), version, globs,
-                        tuple(problems), tuple(notes), glob_exclude)
+                        tuple(problems), tuple(notes), glob_exclude, tuple(tentries))
+
+
+TUNED_REAPPLY_DIRS = ("/run/sysctl.d", "/etc/sysctl.d")
+"""tuned ``plugins/plugin_sysctl.py`` ``SYSCTL_CONFIG_DIRS``, in its priority order."""
+
+
+@dataclass(frozen=True)
+class TunedDecision:
+    """What tuned does to a key after systemd-sysctl (SEMANTICS §3.3)."""
+
+    value: str
+    evidence: Evidence
+    text: str
+    """``set by tuned profile X (file:line)`` or ``... then re-applied from file:line``."""
+    reapplied: bool
+    """True when a re-applied admin file, not the profile, decided."""
+
+
+def tuned_decide(host: Host, cfg: SysctlConfig, key: str) -> TunedDecision | None:
+    """The value tuned leaves in ``key`` when it starts at boot, or ``None`` when tuned is
+    not active or its profile does not set the key.  tuned writes its profile's
+    ``[sysctl]`` options (keys mapped naively, ``.`` to ``/``), then, with
+    ``reapply_sysctl`` on (the default), re-applies the admin files of /run and /etc (never
+    /usr/lib or /usr/local/lib), so an admin file still wins over the profile."""
+    from aiaudit import tuned
+
+    st = tuned.load(host)
+    if not st.active or st.profile is None:
+        return None
+    opt = None
+    for unit in st.profile.units.values():
+        if unit.type != "sysctl" or not unit.enabled:
+            continue
+        for k, o in unit.options.items():
+            if k not in ("type", "enabled", "replace", "devices") and \
+                    k.strip().replace(".", "/") == key:
+                opt = o
+    if opt is None:
+        return None
+    where = f"{opt.file.lstrip('/')}:{opt.line}"
+    ev = Evidence.file(opt.file, opt.line, f"{key.replace('/', '.')}={opt.value}")
+    if _tuned_reapplies(host):
+        again = [e for e in cfg.tuned_reapply_entries
+                 if not e.is_glob and e.key == key and e.value is not None]
+        if again:
+            last = again[-1]
+            return TunedDecision(last.value or "", Evidence.file(last.file, last.line,
+                                                                 last.raw.strip()),
+                                 f"{last.value} (tuned {st.describe()} sets {opt.value} at "
+                                 f"{where}, then re-applies {_loc(last)})", True)
+    return TunedDecision(opt.value, ev, f"{opt.value} (set by {st.describe()} at {where}, "
+                         "after systemd-sysctl)", False)
+
+
+def _tuned_reapplies(host: Host) -> bool:
+    """tuned-main.conf ``reapply_sysctl`` (default 1)."""
+    from aiaudit import tuned
+
+    try:
+        text = host.try_read_text(tuned.MAIN_CONF) or ""
+    except HostError:
+        return True
+    for raw in text.splitlines():
+        k, sep, v = raw.partition("=")
+        if sep and k.strip() == "reapply_sysctl":
+            return v.strip().lower() not in ("0", "false", "no", "off")
+    return True
 
 
 # ------------------------------------------------------------------ expectations
@@ -305,6 +391,11 @@ def run(ctx: CheckContext) -> Iterator[Result]:
                             glob_exclude=cfg.procps_glob_exclude)
     default = p.get("kernel_default")
     boot = dec.value if dec.value is not None else (None if default is None else str(default))
+    try:
+        td = tuned_decide(host, cfg, key)
+    except (HostError, ParseError) as exc:
+        td = None
+        data["tuned_error"] = str(exc)
     if dec.entry is not None:
         evidence.append(Evidence.file(dec.entry.file, dec.entry.line, dec.entry.raw.strip()))
         data["persisted"] = {"value": dec.value, "source": _loc(dec.entry)}
@@ -332,12 +423,23 @@ def run(ctx: CheckContext) -> Iterator[Result]:
         persisted_txt = f"not set (kernel default {default})"
     else:
         persisted_txt = "not set (kernel default unknown)"
+    persisted_set = dec.value is not None
+    if td is not None:  # tuned starts after systemd-sysctl and writes its profile
+        boot, persisted_txt, persisted_set = td.value, td.text, True
+        evidence.append(td.evidence)
+        data["tuned"] = {"value": td.value, "source": td.evidence.source,
+                         "reapplied": td.reapplied}
 
     def result(status: Status, aspect: Aspect, msg: str, actual: str | None) -> Result:
         rem = None
         if status is Status.FAIL:
             rem = _remediation(key, display, exp, runtime or boot, dec, host.live,
                                dropin_path(cfg, key))
+            if td is not None and not td.reapplied and not _tuned_reapplies(host):
+                # reapply_sysctl = 0: the profile value is the last write at boot
+                rem = replace(rem, manual=f"the tuned profile sets {display} after every "
+                              f"sysctl.d file ({td.evidence.source}) and reapply_sysctl is "
+                              "off: change the profile's [sysctl] value")
         return Result(status, display, msg + note, expected=want, actual=actual, aspect=aspect,
                       evidence=tuple(evidence), remediation=rem, data=data)
 
@@ -368,7 +470,7 @@ def run(ctx: CheckContext) -> Iterator[Result]:
             yield result(Status.FAIL, Aspect.RUNTIME,
                          f"{display} is {runtime}; expected {want}; the persisted value cannot "
                          f"be determined: {unknown}", runtime)
-        elif boot_ok and dec.value is not None:
+        elif boot_ok and persisted_set:
             yield result(Status.FAIL, Aspect.DRIFT,
                          f"{display} is {runtime} now, but the persisted {persisted_txt} "
                          "is right: it was changed at runtime or never applied", runtime)
@@ -377,7 +479,7 @@ def run(ctx: CheckContext) -> Iterator[Result]:
                          f"{display} is {runtime} now; nothing persists it and the kernel "
                          f"default {default} would be right: something changed it at runtime",
                          runtime)
-        elif dec.value is not None:
+        elif persisted_set:
             yield result(Status.FAIL, Aspect.PERSISTED,
                          f"{display} is {runtime} now and the configuration sets "
                          f"{persisted_txt}; expected {want}", runtime)
@@ -420,6 +522,7 @@ def aiaudit_register_checks() -> list[CheckSpec]:
             "wins; a /dev/null link masks; files in strcmp order; the last assignment wins; "
             "explicit keys beat globs; '-key' excludes). /etc/sysctl.conf counts only through "
             "a sysctl.d link (Debian's 99-sysctl.conf); procps `sysctl --system` differences "
-            "are noted. Fails as runtime, persisted or drift."
+            "are noted. An enabled tuned then writes its profile's [sysctl] and re-applies "
+            "the /run and /etc files (reapply_sysctl). Fails as runtime, persisted or drift."
         ),
     )]
