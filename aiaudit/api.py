@@ -11,7 +11,7 @@ A plugin module (built-in or third-party) defines hook implementations::
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 import pluggy
@@ -26,6 +26,7 @@ from aiaudit.model import (
     Snippet,
     Status,
 )
+from aiaudit.records import record
 
 if TYPE_CHECKING:
     from aiaudit.host import Host
@@ -50,7 +51,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@record
 class CheckContext:
     """What a check gets for one rule: the host, the rule's params and run settings."""
 
@@ -69,7 +70,7 @@ class CheckContext:
 CheckFn = Callable[[CheckContext], Iterable[Result]]
 
 
-@dataclass(frozen=True)
+@record
 class CheckSpec:
     """A check: generic logic that rules bind with params and a severity."""
 
@@ -90,7 +91,7 @@ class CheckSpec:
 Renderer = Callable[[RunResult, Mapping[str, Any]], str]
 
 
-@dataclass(frozen=True)
+@record
 class ReporterSpec:
     """An output format."""
 
@@ -102,7 +103,7 @@ class ReporterSpec:
     extension: str = "txt"
 
 
-@dataclass(frozen=True)
+@record
 class RulesetSource:
     """A ruleset shipped by a plugin: its name and a loader of its YAML text."""
 

@@ -15,13 +15,14 @@ run).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from aiaudit.errors import HostError, ParseError
 from aiaudit.host import Host
 from aiaudit.model import Evidence, Snippet
 from aiaudit.parsers import bootcmdline as bc
 from aiaudit.parsers.bootcmdline import Param
+from aiaudit.records import record
 
 DEFAULT_GRUB = "/etc/default/grub"
 GRUB_DROPINS = "/etc/default/grub.d"
@@ -33,7 +34,7 @@ DROPIN = "/etc/default/grub.d/99-aiaudit.cfg"
 _VAR = re.compile(r"\$(?:\{(\w+)\}|(\w+))")
 
 
-@dataclass(frozen=True)
+@record
 class CmdlineSource:
     """A kernel command line and the file it comes from."""
 
@@ -68,7 +69,7 @@ class CmdlineSource:
         return f"{loc}:{self.line}" if self.line else loc
 
 
-@dataclass(frozen=True)
+@record
 class BootConfig:
     """The scanned root's bootloader view of the kernel command line."""
 

@@ -25,11 +25,12 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from aiaudit.errors import UsageError
 from aiaudit.model import Finding, RunResult, Status
+from aiaudit.records import record
 
 CHANGE_KINDS = ("added", "fixed", "changed")
 MAX_PREVIOUS_BYTES = 64 * 1024 * 1024
@@ -39,7 +40,7 @@ MAX_GONE_LISTED = 10
 Key = tuple[str, str, int]
 
 
-@dataclass(frozen=True)
+@record
 class Change:
     """One result whose status changed since the previous scan."""
 

@@ -6,12 +6,12 @@ import argparse
 import contextlib
 import os
 import sys
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from aiaudit import __version__
 from aiaudit.errors import AuditError, ExitCode, RulesetError, UsageError
 from aiaudit.model import SEVERITIES, Severity, Status
+from aiaudit.records import record
 
 if TYPE_CHECKING:
     from aiaudit.model import Finding, RunResult, Waiver
@@ -199,7 +199,7 @@ def _add_mode_options(s: argparse.ArgumentParser) -> None:
                         "and --reason unless given; runs no Slurm command")
 
 
-@dataclass(frozen=True)
+@record
 class _Modes:
     """What the operating-mode options resolve to (read before the scan starts)."""
 

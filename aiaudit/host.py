@@ -18,8 +18,9 @@ import signal
 import stat
 import threading
 import time
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Sequence, TypeVar
+
+from aiaudit.records import record
 
 if TYPE_CHECKING:
     import subprocess
@@ -51,7 +52,7 @@ TRUSTED_BIN_DIRS = ("/usr/sbin", "/usr/bin", "/sbin", "/bin")
 T = TypeVar("T")
 
 
-@dataclass(frozen=True)
+@record
 class _Raised:
     exc: Exception
 
@@ -59,7 +60,7 @@ class _Raised:
 _O_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NOCTTY
 
 
-@dataclass(frozen=True)
+@record
 class CommandResult:
     """Outcome of a command run on the live host."""
 

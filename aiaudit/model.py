@@ -8,8 +8,10 @@ Data flows one way: a check yields :class:`Result` objects; the runner turns eac
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Mapping
+
+from aiaudit.records import record
 
 
 class Status(str, enum.Enum):
@@ -71,7 +73,7 @@ class Aspect(str, enum.Enum):
         return self.value
 
 
-@dataclass(frozen=True)
+@record
 class Evidence:
     """Where a value came from: a file and line, or a /proc, /sys path or command.
 
@@ -113,7 +115,7 @@ class Evidence:
         return cls(source=what, value=value, kind="default")
 
 
-@dataclass(frozen=True)
+@record
 class Snippet:
     """One piece of a fix: a file to drop in, or a command to run now."""
 
@@ -144,7 +146,7 @@ class Snippet:
         return cls(kind="command", content=content, description=description)
 
 
-@dataclass(frozen=True)
+@record
 class Remediation:
     """How to fix a failing result."""
 
@@ -155,7 +157,7 @@ class Remediation:
     tuned profile"); empty when applying the snippets is the whole fix."""
 
 
-@dataclass(frozen=True)
+@record
 class Result:
     """What a check found for one subject.  Checks never set severity: the rule does."""
 
@@ -173,7 +175,7 @@ class Result:
     """Extra machine-readable facts (JSON-serialisable), e.g. per-field comparison."""
 
 
-@dataclass(frozen=True)
+@record
 class Waiver:
     """An accepted exception for a rule (and optionally subject/host patterns)."""
 
@@ -188,7 +190,7 @@ class Waiver:
     """Where the waiver was declared (file:line)."""
 
 
-@dataclass(frozen=True)
+@record
 class Finding:
     """A :class:`Result` bound to the rule that produced it."""
 
@@ -205,7 +207,7 @@ class Finding:
         return Status.WAIVED if self.waiver is not None else self.result.status
 
 
-@dataclass(frozen=True)
+@record
 class HostInfo:
     """Identity of the scanned host or image."""
 
@@ -222,7 +224,7 @@ class HostInfo:
     image_id: str | None = None
 
 
-@dataclass(frozen=True)
+@record
 class RuleInfo:
     """The descriptive part of a rule, as reporters need it."""
 
@@ -239,7 +241,7 @@ class RuleInfo:
     """Generic fix text from the ruleset, shown when a result carries none."""
 
 
-@dataclass(frozen=True)
+@record
 class RunResult:
     """Everything one scan produced; the single input of every reporter."""
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from dataclasses import dataclass
 from types import ModuleType
 from typing import Iterable, Iterator, Mapping, TypeVar
 
@@ -18,13 +17,14 @@ import pluggy
 from aiaudit import hookspecs
 from aiaudit.api import CheckSpec, ReporterSpec, RulesetSource
 from aiaudit.errors import UsageError
+from aiaudit.records import record
 
 ENTRY_POINT_GROUP = "aiaudit"
 BUILTIN_PACKAGES = ("aiaudit.checks", "aiaudit.reporters")
 BUILTIN_MODULES = ("aiaudit.builtin_rulesets",)
 
 
-@dataclass(frozen=True)
+@record
 class Registry:
     """Everything the plugins provide, keyed by id/name."""
 

@@ -25,10 +25,11 @@ import os
 import posixpath
 import re
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from aiaudit.errors import UsageError
 from aiaudit.model import Finding, RunResult, Severity, Status
+from aiaudit.records import record
 
 FILE_MODE = 0o644
 SCRIPT = "install.sh"
@@ -39,7 +40,7 @@ _UNIT = re.compile(r"^[A-Za-z0-9:_.@\\-]+\.(service|socket|timer|target|path|mou
 """A plain systemd unit name (no path, no shell metacharacters)."""
 
 
-@dataclass
+@record(frozen=False)
 class Bundle:
     """What a bundle will contain, computed from a run without touching the disk."""
 

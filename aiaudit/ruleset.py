@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import cache
 from typing import Any, Mapping, Sequence
 
@@ -20,6 +20,7 @@ from aiaudit.errors import RulesetError, UsageError
 from aiaudit.inputs import read_input
 from aiaudit.model import RuleInfo, Severity
 from aiaudit.plugins import Registry
+from aiaudit.records import record
 from aiaudit.yamlpos import Located
 
 MAX_RULESET_BYTES = 2 * 1024 * 1024
@@ -27,7 +28,7 @@ MAX_RULESET_BYTES = 2 * 1024 * 1024
 MAX_EXTENDS_DEPTH = 16
 
 
-@dataclass(frozen=True)
+@record
 class Rule:
     """A rule bound to its check, ready to run."""
 
@@ -43,7 +44,7 @@ class Rule:
         return self.info.id
 
 
-@dataclass(frozen=True)
+@record
 class Ruleset:
     """A validated ruleset: name, version and the enabled rules in order."""
 
@@ -104,7 +105,7 @@ def is_path(ref: str) -> bool:
     return "/" in ref or ref.endswith((".yaml", ".yml")) or os.path.isfile(ref)
 
 
-@dataclass
+@record(frozen=False)
 class _Raw:
     """One ruleset document in an ``extends`` chain."""
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from datetime import datetime, timezone
 from typing import Any, Callable, Mapping, Sequence
 
@@ -29,13 +29,14 @@ from aiaudit.model import (
     Status,
     Waiver,
 )
+from aiaudit.records import record
 from aiaudit.ruleset import Rule, Ruleset
 
 DEFAULT_RULE_TIMEOUT = 20.0
 """Seconds one rule may take before it is abandoned with an error result."""
 
 
-@dataclass(frozen=True)
+@record
 class ScanOptions:
     """How to run a scan (everything the command line decides)."""
 
@@ -55,7 +56,7 @@ class ScanOptions:
     """Date used for waiver expiry (``YYYY-MM-DD``); today in UTC when ``None``."""
 
 
-@dataclass
+@record(frozen=False)
 class _Slot:
     results: list[Result] | None = None
     error: BaseException | None = None

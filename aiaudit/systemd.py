@@ -7,12 +7,11 @@ systemd-system.conf(5), standard-conf.xml.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from aiaudit.errors import HostError, NotFound
 from aiaudit.host import Host
 from aiaudit.parsers import unitfile
 from aiaudit.parsers.unitfile import Assignment
+from aiaudit.records import record
 
 UNIT_DIRS = (
     "/etc/systemd/system.control",
@@ -34,7 +33,7 @@ SYSTEM_CONF_DIRS = ("/etc/systemd/system.conf.d", "/run/systemd/system.conf.d",
                     "/usr/local/lib/systemd/system.conf.d", "/usr/lib/systemd/system.conf.d")
 
 
-@dataclass(frozen=True)
+@record
 class Unit:
     """A unit as systemd would load it."""
 
@@ -139,7 +138,7 @@ def _load_unit(host: Host, name: str) -> Unit:
     return Unit(name, path, masked, tuple(dropins), tuple(assignments))
 
 
-@dataclass(frozen=True)
+@record
 class Enablement:
     """Whether a unit starts at boot, and why."""
 

@@ -9,12 +9,11 @@ name several profiles separated by spaces, merged in order), ``tuned/profiles/lo
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from aiaudit import systemd
 from aiaudit.errors import HostError, ParseError
 from aiaudit.host import Host
 from aiaudit.parsers import tuned as tp
+from aiaudit.records import record
 
 ACTIVE_PROFILE = "/etc/tuned/active_profile"
 PROFILE_DIRS = ("/etc/tuned/profiles", "/etc/tuned", "/usr/lib/tuned/profiles",
@@ -24,7 +23,7 @@ MAX_DEPTH = 32
 MAIN_CONF = "/etc/tuned/tuned-main.conf"
 
 
-@dataclass(frozen=True)
+@record
 class TunedState:
     """tuned on the scanned root."""
 

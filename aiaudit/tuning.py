@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import re
 import shlex
-from dataclasses import dataclass
 
 from aiaudit import systemd
 from aiaudit.errors import HostError, ParseError
 from aiaudit.host import Host
 from aiaudit.model import Aspect, Status
+from aiaudit.records import record
 
 _EXEC_KEYS = ("ExecStartPre", "ExecStart", "ExecStartPost")
 
@@ -63,7 +63,7 @@ def verdict(live: bool, runtime_ok: bool | None, boot_ok: bool | None, *, boot_s
     return Status.PASS, Aspect.RUNTIME, f"{what} is {runtime_txt}; at boot: {boot_txt}"
 
 
-@dataclass(frozen=True)
+@record
 class BootCommand:
     """A command an enabled service runs at boot."""
 

@@ -8,17 +8,16 @@ in an earlier directory hides a same-named one in a later directory (a symlink t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from aiaudit.errors import HostError, ParseError
 from aiaudit.host import Host
 from aiaudit.parsers import udev as up
+from aiaudit.records import record
 
 RULES_DIRS = ("/etc/udev/rules.d", "/run/udev/rules.d", "/usr/local/lib/udev/rules.d",
               "/usr/lib/udev/rules.d", "/lib/udev/rules.d")
 
 
-@dataclass(frozen=True)
+@record
 class Rules:
     """All rules in processing order."""
 

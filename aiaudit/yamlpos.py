@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
+
+from aiaudit.records import record
 
 if TYPE_CHECKING:  # yaml is imported only when a YAML document is really parsed
     import yaml
@@ -16,7 +17,7 @@ def _loader_class() -> type:
     return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-@dataclass(frozen=True)
+@record
 class Located:
     """A loaded YAML document with its node tree, to map data paths back to positions."""
 

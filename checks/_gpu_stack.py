@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Iterable
 
 from aiaudit import resources
@@ -18,6 +18,7 @@ from aiaudit.host import Host
 from aiaudit.packages import DPKG_STATUS, dpkg_installed
 from aiaudit.parsers import cuda, elfmodinfo, ldconf, nvidia, pyenv, rpmheader
 from aiaudit.parsers.dpkg import upstream_version
+from aiaudit.records import record
 
 MODULE_READ_CAP = 256 * 1024 * 1024
 """Largest kernel module file read (the proprietary nvidia.ko is 60-100 MiB uncompressed)."""
@@ -73,7 +74,7 @@ def driver_table() -> cuda.DriverTable:
 
 
 # ------------------------------------------------------------------ data
-@dataclass(frozen=True)
+@record
 class Version:
     """A driver version and where it was read."""
 
@@ -83,7 +84,7 @@ class Version:
     """Human name of the source (``loaded kernel module``, ``module file``...)."""
 
 
-@dataclass(frozen=True)
+@record
 class KernelSide:
     """The kernel module: loaded (live) or installed (offline)."""
 
@@ -103,7 +104,7 @@ class KernelSide:
         return self.loaded or self.installed
 
 
-@dataclass(frozen=True)
+@record
 class Lib:
     """A user-space driver library found in a loader directory."""
 
@@ -117,7 +118,7 @@ class Lib:
     """In a ``compat`` directory (a forward-compatibility package)."""
 
 
-@dataclass(frozen=True)
+@record
 class UserSide:
     """User-space driver libraries in the dynamic loader's search path."""
 
@@ -130,7 +131,7 @@ class UserSide:
     """Package database version of the user-space driver, when files are absent."""
 
 
-@dataclass(frozen=True)
+@record
 class Toolkit:
     """A CUDA toolkit installation."""
 
@@ -150,7 +151,7 @@ class Toolkit:
         return f"CUDA {v} ({self.path})"
 
 
-@dataclass(frozen=True)
+@record
 class Framework:
     """A framework build in one Python site directory."""
 
@@ -173,7 +174,7 @@ class Framework:
         return f"{self.name} {self.version} ({self.site})"
 
 
-@dataclass(frozen=True)
+@record
 class Gpus:
     """GPUs as the live kernel sees them."""
 

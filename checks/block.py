@@ -15,7 +15,7 @@ kernels (block/elevator.c, since 5.0) and is not considered.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Callable, Iterator, Mapping
 
 from aiaudit import tuned, udev
@@ -33,6 +33,7 @@ from aiaudit.errors import HostError, ParseError
 from aiaudit.host import Host
 from aiaudit.parsers import sysfs
 from aiaudit.parsers import udev as up
+from aiaudit.records import record
 from aiaudit.tuning import read_opt, verdict
 
 CLASSES = ("nvme", "ssd", "hdd")
@@ -87,7 +88,7 @@ RA_SCHEMA: dict[str, Any] = {
 
 
 # ------------------------------------------------------------------ devices
-@dataclass(frozen=True)
+@record
 class Disk:
     """A whole disk (live) or a device class representative (offline)."""
 
@@ -160,7 +161,7 @@ def offline_disks(classes: list[str]) -> list[Disk]:
 
 
 # ------------------------------------------------------------------ boot value
-@dataclass(frozen=True)
+@record
 class Boot:
     """What the next boot sets for one attribute of one disk."""
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Iterator
 
 from aiaudit import boot, tuned
@@ -39,6 +39,7 @@ from aiaudit.errors import HostError, ParseError
 from aiaudit.host import Host
 from aiaudit.parsers import bootcmdline as bc
 from aiaudit.parsers import sysfs
+from aiaudit.records import record
 from aiaudit.tuning import (
     boot_commands,
     kernel_config,
@@ -60,7 +61,7 @@ CPUPOWER_CONFIGS = ("/etc/sysconfig/cpupower", "/etc/default/cpupower",
                     "/etc/cpupower-service.conf")
 
 
-@dataclass(frozen=True)
+@record
 class Policy:
     """One cpufreq policy."""
 
@@ -72,7 +73,7 @@ class Policy:
     boost: str | None
 
 
-@dataclass(frozen=True)
+@record
 class CpufreqState:
     """Live cpufreq state."""
 
@@ -147,7 +148,7 @@ def _describe(groups: dict[str, list[int]]) -> str:
 
 
 # ------------------------------------------------------------------ boot sources
-@dataclass(frozen=True)
+@record
 class BootSetting:
     """A value some boot mechanism sets, with where."""
 

@@ -20,7 +20,6 @@ intel_idle off, falling back to acpi_idle), ``processor.max_cstate=N`` (acpi_idl
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any, Iterator
 
 from aiaudit import boot, tuned
@@ -37,6 +36,7 @@ from aiaudit.api import (
 from aiaudit.errors import HostError, ParseError
 from aiaudit.host import Host
 from aiaudit.parsers import sysfs
+from aiaudit.records import record
 from aiaudit.tuning import boot_commands, read_opt, verdict
 
 CPU = "/sys/devices/system/cpu"
@@ -55,7 +55,7 @@ SCHEMA: dict[str, Any] = {
 }
 
 
-@dataclass(frozen=True)
+@record
 class CpuIdle:
     """Idle states of one CPU."""
 
@@ -66,7 +66,7 @@ class CpuIdle:
     """Resume-latency limit (``None`` = no constraint)."""
 
 
-@dataclass(frozen=True)
+@record
 class IdleState:
     """Live cpuidle state of the host."""
 

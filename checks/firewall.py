@@ -20,7 +20,7 @@ in any is final).  The decision follows :mod:`aiaudit.parsers.netfilter`.
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Iterator
 
 from aiaudit import systemd
@@ -41,6 +41,7 @@ from aiaudit.parsers import firewalld as fwd
 from aiaudit.parsers import iptables as ipt
 from aiaudit.parsers import netfilter as nf
 from aiaudit.parsers import nft, ufw
+from aiaudit.records import record
 
 NFT_TIMEOUT = 10.0
 NFTABLES_CONF = "/etc/nftables.conf"
@@ -49,7 +50,7 @@ NFT_INCLUDE_DIR = "/etc"
 
 
 # ================================================================== loading
-@dataclass
+@record(frozen=False)
 class Mechanism:
     """One firewall mechanism and whether it shapes the state being judged."""
 
@@ -59,7 +60,7 @@ class Mechanism:
     evidence: list[Evidence] = field(default_factory=list)
 
 
-@dataclass
+@record(frozen=False)
 class FirewallState:
     """A ruleset with the mechanisms that produced it."""
 
@@ -391,7 +392,7 @@ def boot(host: Host) -> FirewallState:
 
 
 # ================================================================== evaluation
-@dataclass(frozen=True)
+@record
 class Evaluation:
     """What one address family's input path does."""
 

@@ -13,7 +13,7 @@ pam_limits runs at all; ``user.not_root`` flags training as root.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Iterator, Mapping
 
 from aiaudit import systemd
@@ -35,6 +35,7 @@ from aiaudit.parsers import dpkg
 from aiaudit.parsers import limits as lp
 from aiaudit.parsers import pam as pp
 from aiaudit.parsers import passwd as pw
+from aiaudit.records import record
 
 LIMITS_CONF = "/etc/security/limits.conf"
 LIMITS_D = "/etc/security/limits.d"
@@ -67,7 +68,7 @@ SERVICE_COMM = {"sshd": "sshd"}
 
 
 # ------------------------------------------------------------------ users and groups
-@dataclass(frozen=True)
+@record
 class Accounts:
     """The scanned root's users and groups (files) and whether NSS adds more."""
 
@@ -112,7 +113,7 @@ def subject_for(acc: Accounts, user: pw.Account, assume: bool | None = None) -> 
 
 
 # ------------------------------------------------------------------ the PAM build
-@dataclass(frozen=True)
+@record
 class PamBuild:
     """Which pam_limits behaviour the scanned root has."""
 
@@ -167,7 +168,7 @@ def pam_build(host: Host) -> PamBuild:
 
 
 # ------------------------------------------------------------------ PAM stacks
-@dataclass(frozen=True)
+@record
 class LimitsCall:
     """A ``session ... pam_limits.so`` line reached from a service's stack."""
 
@@ -200,7 +201,7 @@ class LimitsCall:
         return c in ("required", "requisite")
 
 
-@dataclass
+@record(frozen=False)
 class Stack:
     """Where the service's session stack runs pam_limits."""
 
@@ -397,7 +398,7 @@ def limits_files(host: Host, build: PamBuild, conf: str | None
 
 
 # ------------------------------------------------------------------ starting values
-@dataclass(frozen=True)
+@record
 class Start:
     """Limits a process has before pam_limits runs, and where they come from."""
 
@@ -499,7 +500,7 @@ def service_limits(host: Host, service: str) -> Start:
 
 
 # ------------------------------------------------------------------ effective limits
-@dataclass
+@record(frozen=False)
 class Effective:
     """What one login of the user through one service gets."""
 

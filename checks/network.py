@@ -15,7 +15,6 @@ not seen.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from typing import Any, Iterator
 
 from aiaudit.api import (
@@ -33,6 +32,7 @@ from aiaudit.errors import HostError, NotFound, ParseError
 from aiaudit.host import Host
 from aiaudit.parsers import netfilter as nf
 from aiaudit.parsers import procnet
+from aiaudit.records import record
 
 TABLES = (("tcp", 4, "/proc/net/tcp"), ("tcp", 6, "/proc/net/tcp6"),
           ("udp", 4, "/proc/net/udp"), ("udp", 6, "/proc/net/udp6"))
@@ -69,7 +69,7 @@ SERVICES_SCHEMA: dict[str, Any] = {
 
 
 # ------------------------------------------------------------------ sockets
-@dataclass(frozen=True)
+@record
 class Owner:
     """A process holding a socket."""
 
@@ -92,7 +92,7 @@ class Owner:
         return f"{self.comm}[pid {self.pid}]"
 
 
-@dataclass(frozen=True)
+@record
 class Sockets:
     """All sockets of the scanner's network namespace."""
 
@@ -129,7 +129,7 @@ def exposed(socks: Sockets, udp: bool = True) -> list[procnet.Socket]:
     return out
 
 
-@dataclass(frozen=True)
+@record
 class Owners:
     """Socket owners found, and how complete the search was."""
 
@@ -306,7 +306,7 @@ def run_listening(ctx: CheckContext) -> Iterator[Result]:
 
 
 # ------------------------------------------------------------------ check: services
-@dataclass(frozen=True)
+@record
 class Service:
     """One entry of the service table."""
 

@@ -12,7 +12,6 @@ A configuration sshd would refuse is an error result naming file and line, not a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence
 
 from aiaudit.api import (
@@ -32,6 +31,7 @@ from aiaudit.host import Host
 from aiaudit.packages import dpkg_version
 from aiaudit.parsers import dpkg
 from aiaudit.parsers import sshd as sp
+from aiaudit.records import record
 
 DROPIN = "/etc/ssh/sshd_config.d/00-aiaudit.conf"
 """Remediation drop-in.  sshd keeps the *first* value it reads and Debian's main file
@@ -72,7 +72,7 @@ KBD_SCHEMA: dict[str, Any] = {
 
 
 # ------------------------------------------------------------------ loading
-@dataclass(frozen=True)
+@record
 class Loaded:
     """The scanned root's sshd configuration, or why there is none."""
 

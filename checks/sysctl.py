@@ -12,7 +12,7 @@ configured but not applied).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import Any, Iterator, Mapping
 
 from aiaudit.api import (
@@ -32,6 +32,7 @@ from aiaudit.host import Host
 from aiaudit.packages import dpkg_version
 from aiaudit.parsers import dpkg
 from aiaudit.parsers import sysctl as sp
+from aiaudit.records import record
 
 DROPIN = "/etc/sysctl.d/99-zz-aiaudit.conf"
 """Remediation drop-in: in /etc (beats same-named vendor files) and sorting after
@@ -76,7 +77,7 @@ PARAMS_SCHEMA: dict[str, Any] = {
 
 
 # ------------------------------------------------------------------ persisted config
-@dataclass(frozen=True)
+@record
 class SysctlConfig:
     """All sysctl configuration of the scanned root, parsed once per run."""
 
@@ -182,7 +183,7 @@ TUNED_REAPPLY_DIRS = ("/run/sysctl.d", "/etc/sysctl.d")
 """tuned ``plugins/plugin_sysctl.py`` ``SYSCTL_CONFIG_DIRS``, in its priority order."""
 
 
-@dataclass(frozen=True)
+@record
 class TunedDecision:
     """What tuned does to a key after systemd-sysctl (SEMANTICS §3.3)."""
 
@@ -246,7 +247,7 @@ def _tuned_reapplies(host: Host) -> bool:
 
 
 # ------------------------------------------------------------------ expectations
-@dataclass(frozen=True)
+@record
 class Expectation:
     """What a rule wants of the value."""
 

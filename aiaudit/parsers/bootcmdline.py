@@ -12,12 +12,12 @@ concatenated); kernel-install(8) (``/etc/kernel/cmdline``).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from aiaudit.errors import ParseError
+from aiaudit.records import record
 
 
-@dataclass(frozen=True)
+@record
 class Param:
     """One kernel command line word."""
 
@@ -95,7 +95,7 @@ def last(params: list[Param], name: str) -> Param | None:
 
 
 # ------------------------------------------------------------------ shell assignments
-@dataclass(frozen=True)
+@record
 class ShellAssignment:
     """``NAME=value`` in a sourced shell file, with ``$VAR`` already expanded."""
 
@@ -214,7 +214,7 @@ def parse_shell_assignments(text: str, env: dict[str, str] | None = None
 
 
 # ------------------------------------------------------------------ BLS and grub.cfg
-@dataclass(frozen=True)
+@record
 class BlsEntry:
     """A Boot Loader Specification entry (``/boot/loader/entries/*.conf``)."""
 
@@ -249,7 +249,7 @@ def parse_bls(text: str) -> BlsEntry:
     return BlsEntry(title, version, " ".join(opts), first)
 
 
-@dataclass(frozen=True)
+@record
 class GrubCfgLinux:
     """The first ``linux`` command of a generated ``grub.cfg`` (the default entry when
     ``GRUB_DEFAULT=0``)."""

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from typing import Any, Mapping
 
 from aiaudit.errors import ParseError
+from aiaudit.records import record
 
 _NUM = re.compile(r"^\d+(?:\.\d+){0,2}$")
 
@@ -33,7 +33,7 @@ def vstr(v: tuple[int, ...]) -> str:
     return ".".join(str(p) for p in v)
 
 
-@dataclass(frozen=True)
+@record
 class CudaVersion:
     """A CUDA release as far as it can be known."""
 
@@ -88,7 +88,7 @@ def parse_version_txt(text: str) -> CudaVersion:
     return cuda_version(m.group(1), exact_update=False)
 
 
-@dataclass(frozen=True)
+@record
 class MinorCompat:
     """Table 2 row: every CUDA ``major``.x runs on drivers >= ``min_driver``."""
 
@@ -97,7 +97,7 @@ class MinorCompat:
     minor_compat_below: str | None = None
 
 
-@dataclass(frozen=True)
+@record
 class ToolkitDriver:
     """Table 3 row: the driver shipped with toolkit ``cuda``."""
 
@@ -105,7 +105,7 @@ class ToolkitDriver:
     min_driver: str
 
 
-@dataclass(frozen=True)
+@record
 class DriverTable:
     """NVIDIA's minimum-driver tables, with where and when they were read."""
 

@@ -10,14 +10,15 @@ ports: ``<service name>`` (ports of the service definition), ``<port port protoc
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from aiaudit.errors import ParseError
 from aiaudit.parsers.iptables import port_ranges
 from aiaudit.parsers.netfilter import Chain, Cond, Rule, Ruleset
+from aiaudit.records import record
 
 
-@dataclass(frozen=True)
+@record
 class Element:
     """An XML element of interest with its attributes and line."""
 
@@ -26,7 +27,7 @@ class Element:
     line: int
 
 
-@dataclass
+@record(frozen=False)
 class Zone:
     """A zone definition."""
 
@@ -93,7 +94,7 @@ def parse_zone(text: str, name: str, source: str) -> Zone:
     return z
 
 
-@dataclass(frozen=True)
+@record
 class Service:
     """A service definition: ports and an optional destination restriction."""
 

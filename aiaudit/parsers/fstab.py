@@ -9,9 +9,9 @@ line, then ``Filename Type Size Used Priority``).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from aiaudit.errors import ParseError
+from aiaudit.records import record
 
 _OCTAL = re.compile(r"\\([0-7]{3})")
 
@@ -21,7 +21,7 @@ def unescape(field: str) -> str:
     return _OCTAL.sub(lambda m: chr(int(m.group(1), 8)), field)
 
 
-@dataclass(frozen=True)
+@record
 class Mount:
     """One fstab / mounts line."""
 
@@ -60,7 +60,7 @@ def parse(text: str) -> list[Mount]:
     return out
 
 
-@dataclass(frozen=True)
+@record
 class Swap:
     """An active swap area."""
 

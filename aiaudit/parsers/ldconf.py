@@ -7,7 +7,7 @@ matches are read in sorted order); ``hwcap`` lines are obsolete and ignored.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from aiaudit.records import record
 
 DEFAULT_DIRS = (
     "/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu",
@@ -19,7 +19,7 @@ DEFAULT_DIRS = (
 Debian/Ubuntu, then ``/lib``, ``/usr/lib``)."""
 
 
-@dataclass(frozen=True)
+@record
 class Directive:
     """One meaningful line: a library directory or an include pattern."""
 

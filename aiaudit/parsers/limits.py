@@ -29,10 +29,11 @@ the real module (``tests/oracle``):
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Callable, Iterable, Mapping
 
 from aiaudit.errors import ParseError
+from aiaudit.records import record
 
 RLIM_INFINITY = 2**64 - 1
 """``RLIM_INFINITY`` on 64-bit Linux."""
@@ -58,7 +59,7 @@ _C_SPACE = b" \t\n\v\f\r"
 _LOWER = bytes.maketrans(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ", b"abcdefghijklmnopqrstuvwxyz")
 
 
-@dataclass(frozen=True)
+@record
 class Line:
     """One parsed line (chunk) of a limits file."""
 
@@ -191,7 +192,7 @@ def parse_value(item: str, value: str, *, nr_open: int | None) -> int | None:
 
 
 # ---------------------------------------------------------------- the decision
-@dataclass(frozen=True)
+@record
 class Side:
     """One side (soft or hard) of an rlimit and what decided it."""
 
@@ -201,7 +202,7 @@ class Side:
     """The config line that set it (``None`` for a starting value)."""
 
 
-@dataclass(frozen=True)
+@record
 class Subject:
     """The user pam_limits opens the session for, with membership tests.
 
@@ -215,7 +216,7 @@ class Subject:
     in_gid: Callable[[int], bool | None]
 
 
-@dataclass(frozen=True)
+@record
 class Variant:
     """Which pam_limits build decides (see :func:`aiaudit.checks` variant detection)."""
 
@@ -225,7 +226,7 @@ class Variant:
     """Unlimited nofile becomes this (PAM >= 1.5.2); ``None`` for older PAM."""
 
 
-@dataclass
+@record(frozen=False)
 class Decision:
     """Outcome of pam_limits for one user over a sequence of files."""
 

@@ -19,7 +19,9 @@ rate limit) makes the outcome ``maybe``.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import field
+
+from aiaudit.records import record
 
 YES, NO, MAYBE = 1, 0, 2
 
@@ -38,7 +40,7 @@ class Outcome(str, enum.Enum):
         return self.value
 
 
-@dataclass(frozen=True)
+@record
 class Cond:
     """One match of a rule.
 
@@ -55,7 +57,7 @@ class Cond:
     text: str = ""
 
 
-@dataclass(frozen=True)
+@record
 class Rule:
     """A rule: conditions (all must hold) and a verdict."""
 
@@ -71,7 +73,7 @@ class Rule:
     text: str = ""
 
 
-@dataclass
+@record(frozen=False)
 class Chain:
     """A chain; base chains have a ``hook``."""
 
@@ -95,7 +97,7 @@ class Chain:
         return f"{self.family} {self.table} {self.name}{tag}"
 
 
-@dataclass
+@record(frozen=False)
 class Ruleset:
     """All chains, keyed by (family, table, name)."""
 
@@ -149,7 +151,7 @@ class Ruleset:
         return out
 
 
-@dataclass(frozen=True)
+@record
 class Probe:
     """A new connection from an untrusted source on an untrusted interface, or with
     ``restricted`` from a source address and interface that rules name (a trusted subnet,
@@ -161,7 +163,7 @@ class Probe:
     restricted: bool = False
 
 
-@dataclass(frozen=True)
+@record
 class Decision:
     """Outcome of a probe and the rules or policies that produced it."""
 

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
 from aiaudit.errors import ParseError
 from aiaudit.parsers.netfilter import Chain, Cond, Rule, Ruleset
+from aiaudit.records import record
 
 FAMILIES = ("ip", "ip6", "inet", "arp", "bridge", "netdev")
 
@@ -309,7 +309,7 @@ def _jshow(e: Any) -> str:
 
 
 # ================================================================= text: tokens
-@dataclass(frozen=True)
+@record
 class Tok:
     """A token with its origin."""
 

@@ -9,9 +9,9 @@ two or three numeric components (``570.26``, ``535.129.03``) and compare per com
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from aiaudit.errors import ParseError
+from aiaudit.records import record
 
 _VERSION = re.compile(r"^\d{2,4}\.\d{1,3}(?:\.\d{1,3})?$")
 _PROC = re.compile(
@@ -38,7 +38,7 @@ def branch(version: str) -> int:
     return parse_version(version)[0]
 
 
-@dataclass(frozen=True)
+@record
 class ProcVersion:
     """First line of ``/proc/driver/nvidia/version``."""
 
@@ -75,7 +75,7 @@ def lib_version(filename: str, stem: str) -> str | None:
     return rest if _VERSION.match(rest) else None
 
 
-@dataclass(frozen=True)
+@record
 class GpuPersistence:
     """One line of ``nvidia-smi --query-gpu=index,pci.bus_id,persistence_mode
     --format=csv,noheader``."""

@@ -11,14 +11,13 @@ service file.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from aiaudit.errors import ParseError
+from aiaudit.records import record
 
 TYPES = ("auth", "account", "password", "session")
 
 
-@dataclass(frozen=True)
+@record
 class PamLine:
     """One rule (or ``@include``) of a service file."""
 

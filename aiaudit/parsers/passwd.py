@@ -11,16 +11,16 @@ of a name wins (``getpwnam``/``getgrnam`` stop at the first match).  ``+``/``-``
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from aiaudit.errors import ParseError
+from aiaudit.records import record
 
 LOCAL_NSS_SOURCES = frozenset({"files", "compat", "systemd", "db", "cache", "altfiles"})
 """nsswitch sources that add no directory-service users or groups (``systemd`` only
 synthesises root/nobody and DynamicUser= accounts)."""
 
 
-@dataclass(frozen=True)
+@record
 class Account:
     """One passwd entry."""
 
@@ -32,7 +32,7 @@ class Account:
     line: int = 0
 
 
-@dataclass(frozen=True)
+@record
 class Group:
     """One group entry."""
 
@@ -42,7 +42,7 @@ class Group:
     line: int = 0
 
 
-@dataclass(frozen=True)
+@record
 class Database:
     """Users and groups of one root, with lookups as glibc's files backend does them."""
 

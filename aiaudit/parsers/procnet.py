@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import ipaddress
 import sys
-from dataclasses import dataclass
 
 from aiaudit.errors import ParseError
+from aiaudit.records import record
 
 TCP_LISTEN = 0x0A
 """``TCP_LISTEN`` (include/net/tcp_states.h)."""
@@ -28,7 +28,7 @@ TCP_CLOSE = 0x07
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 
-@dataclass(frozen=True)
+@record
 class Socket:
     """One row of a /proc/net socket table."""
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 import ast
 import re
 import warnings
-from dataclasses import dataclass
 from typing import Any
 
 from aiaudit.errors import ParseError
+from aiaudit.records import record
 
 
 def literal_assignments(text: str) -> dict[str, Any]:
@@ -45,7 +45,7 @@ def literal_assignments(text: str) -> dict[str, Any]:
     return out
 
 
-@dataclass(frozen=True)
+@record
 class TorchBuild:
     """What a ``torch/version.py`` says."""
 

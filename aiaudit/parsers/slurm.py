@@ -7,16 +7,16 @@ checks need are interpreted here.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from aiaudit.errors import ParseError
+from aiaudit.records import record
 
 RLIMIT_NAMES = ("AS", "CORE", "CPU", "DATA", "FSIZE", "MEMLOCK", "NOFILE", "NPROC", "RSS",
                 "STACK")
 """Limits ``PropagateResourceLimits`` knows (slurm.conf(5))."""
 
 
-@dataclass(frozen=True)
+@record
 class Setting:
     """One ``Key=Value`` pair."""
 

@@ -31,10 +31,11 @@ from __future__ import annotations
 import fnmatch
 import ipaddress
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Callable, Iterator, Mapping, Sequence
 
 from aiaudit.errors import ParseError
+from aiaudit.records import record
 
 SSHDIR = "/etc/ssh"
 """Relative ``Include`` paths are prefixed with this (``SSHDIR``), not the including
@@ -76,7 +77,7 @@ SPECIAL = "special"
 """``Match``, ``Include``; deprecated and unsupported keywords (accepted, ignored)."""
 
 
-@dataclass(frozen=True)
+@record
 class Keyword:
     """What sshd knows about one configuration keyword (``servconf.c`` ``keywords[]``)."""
 
@@ -404,7 +405,7 @@ def glob_matches(pattern: str, path: str) -> bool:
 
 
 # --------------------------------------------------------------------- model
-@dataclass(frozen=True)
+@record
 class MatchBlock:
     """One ``Match`` line: the block runs to the next ``Match`` or the end of its file."""
 
@@ -426,7 +427,7 @@ class MatchBlock:
         return f"Match {self.text} ({self.file.lstrip('/')}:{self.line})"
 
 
-@dataclass(frozen=True)
+@record
 class Directive:
     """One configuration line (neither ``Match`` nor ``Include``)."""
 
@@ -443,7 +444,7 @@ class Directive:
     """The ``Include`` lines (file, line) that led to this file, outermost first."""
 
 
-@dataclass(frozen=True)
+@record
 class Setting:
     """The effective value of one option and where it came from."""
 
@@ -473,7 +474,7 @@ class Setting:
         return f"{d.file.lstrip('/')}:{d.line}"
 
 
-@dataclass(frozen=True)
+@record
 class Connection:
     """Connection parameters for ``Match`` (like ``sshd -T -C user=..,host=..,addr=..``).
 
@@ -490,7 +491,7 @@ class Connection:
     rdomain: str | None = None
 
 
-@dataclass(frozen=True)
+@record
 class IncludeLine:
     """One argument of an ``Include`` line and the files it expanded to."""
 
@@ -503,7 +504,7 @@ class IncludeLine:
 
 
 # --------------------------------------------------------------------- file reading
-@dataclass
+@record(frozen=False)
 class _File:
     path: str
     lines: list[tuple[int, str, list[tuple[str, int, list[str], str]]]] = field(
@@ -516,7 +517,7 @@ Globber = Callable[[str], Sequence[str]]
 """``glob(host_pattern) -> host paths`` sorted bytewise (C-locale ``glob(3)``)."""
 
 
-@dataclass(frozen=True)
+@record
 class _Line:
     lineno: int
     raw: str

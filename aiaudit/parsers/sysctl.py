@@ -13,10 +13,10 @@ from __future__ import annotations
 import fnmatch
 import posixpath
 import re
-from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 from aiaudit.errors import ParseError
+from aiaudit.records import record
 
 SYSTEMD_DIRS = ("/etc/sysctl.d", "/run/sysctl.d", "/usr/local/lib/sysctl.d", "/usr/lib/sysctl.d")
 """systemd ``CONF_PATHS("sysctl.d")`` in priority order (split-usr ``/lib`` dropped ~v255;
@@ -40,7 +40,7 @@ _SYSTEMD_EOL = re.compile(r"\r\n|\r|\n")
 PROC_SYS = "/proc/sys/"
 
 
-@dataclass(frozen=True)
+@record
 class Entry:
     """One meaningful line of a sysctl.d file."""
 
@@ -61,7 +61,7 @@ class Entry:
         return any(c in self.key for c in _GLOB_CHARS)
 
 
-@dataclass(frozen=True)
+@record
 class Warning_:
     """A line the real program warns about and ignores."""
 
@@ -134,7 +134,7 @@ def parse(text: str, file: str) -> tuple[list[Entry], list[Warning_]]:
     return entries, warnings
 
 
-@dataclass(frozen=True)
+@record
 class ConfFile:
     """A configuration file found in one of the directories."""
 
@@ -181,7 +181,7 @@ def glob_matches(pattern: str, key: str) -> bool:
     return len(pp) == len(kp) and all(_component_match(a, b) for a, b in zip(pp, kp, strict=True))
 
 
-@dataclass(frozen=True)
+@record
 class Decision:
     """The persisted value of one key and the line that decided it."""
 

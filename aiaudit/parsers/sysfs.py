@@ -8,13 +8,13 @@ mm/shmem.c ``shmem_parse_one`` (tmpfs ``size=`` with ``k m g t p e`` suffixes or
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Iterable
 
 from aiaudit.errors import ParseError
+from aiaudit.records import record
 
 
-@dataclass(frozen=True)
+@record
 class Choice:
     """A sysfs file listing options with the active one in brackets."""
 
@@ -95,7 +95,7 @@ def format_cpulist(cpus: Iterable[int]) -> str:
 _SUFFIX = {"k": 1, "m": 2, "g": 3, "t": 4, "p": 5, "e": 6}
 
 
-@dataclass(frozen=True)
+@record
 class Size:
     """A tmpfs-style size: absolute bytes or a percentage of RAM."""
 

@@ -11,15 +11,16 @@ overrides them; a file already loaded is not loaded again), ``tuned/profiles/mer
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from aiaudit.errors import ParseError
+from aiaudit.records import record
 
 _SECTION = re.compile(r"^\[([^\]]+)\]\s*$")
 _INCLUDE_SPLIT = re.compile(r"\s*[,;]\s*")
 
 
-@dataclass(frozen=True)
+@record
 class Option:
     """One ``key=value`` of a profile."""
 
@@ -28,7 +29,7 @@ class Option:
     line: int
 
 
-@dataclass
+@record(frozen=False)
 class Unit:
     """A section (plugin instance) of a profile."""
 
@@ -48,7 +49,7 @@ class Unit:
         return e is None or e.value.strip().lower() not in ("0", "false", "no", "off", "n")
 
 
-@dataclass
+@record(frozen=False)
 class Profile:
     """One parsed ``tuned.conf`` (or the merge of several)."""
 

@@ -13,17 +13,18 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Mapping, Sequence
 
 from aiaudit.errors import ParseError
+from aiaudit.records import record
 
 _TOKEN = re.compile(
     r'\s*([A-Za-z_]+)(?:\{([^}]*)\})?\s*(==|!=|\+=|-=|:=|=)\s*[a-z]?"((?:[^"\\]|\\.)*)"\s*(,|$)')
 MATCH_OPS = ("==", "!=")
 
 
-@dataclass(frozen=True)
+@record
 class Token:
     """One ``KEY{attr}OP"value"`` of a rule."""
 
@@ -42,7 +43,7 @@ class Token:
         return f'{self.key}{a}{self.op}"{self.value}"'
 
 
-@dataclass(frozen=True)
+@record
 class Rule:
     """One rule line (continuations joined)."""
 
@@ -102,7 +103,7 @@ def parse(text: str, file: str = "") -> tuple[list[Rule], list[str]]:
     return rules, warnings
 
 
-@dataclass(frozen=True)
+@record
 class Device:
     """What is known about a device when its ``add`` event is processed."""
 
@@ -164,7 +165,7 @@ def rule_matches(rule: Rule, dev: Device) -> tuple[bool | None, list[Token]]:
     return (None, undecided) if undecided else (True, [])
 
 
-@dataclass(frozen=True)
+@record
 class AttrWrite:
     """An ``ATTR{attr}="value"`` that the rules perform (or may perform) for a device."""
 

@@ -14,16 +14,16 @@ connections (loopback, established) are modelled; DHCP client, mDNS and ICMP are
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from aiaudit.errors import ParseError
 from aiaudit.parsers.iptables import port_ranges
 from aiaudit.parsers.netfilter import Chain, Cond, Rule, Ruleset
+from aiaudit.records import record
 
 _ASSIGN = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
 
 
-@dataclass(frozen=True)
+@record
 class Setting:
     """A ``KEY=value`` line."""
 
@@ -47,7 +47,7 @@ def parse_conf(text: str) -> dict[str, Setting]:
     return out
 
 
-@dataclass(frozen=True)
+@record
 class Tuple:
     """One ufw rule as recorded in the rules file."""
 

@@ -8,12 +8,11 @@ values the last assignment wins.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from aiaudit.errors import ParseError
+from aiaudit.records import record
 
 
-@dataclass(frozen=True)
+@record
 class Assignment:
     """One ``Key=Value`` line."""
 
