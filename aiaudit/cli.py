@@ -6,7 +6,7 @@ import argparse
 import contextlib
 import os
 import sys
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from aiaudit import __version__
 from aiaudit.errors import AuditError, ExitCode, RulesetError, UsageError
@@ -40,6 +40,10 @@ PROLOG_TIMEOUT = 10.0
 class _Parser(argparse.ArgumentParser):
     """argparse that reports errors as one line and exit code 2 (usage)."""
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _HelpFormatter)
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> Any:  # type: ignore[override]
         self.print_usage(sys.stderr)
         self.exit(ExitCode.USAGE, f"{self.prog}: error: {message}\n")
@@ -55,21 +59,53 @@ def _positive_float(text: str) -> float:
     return v
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The ``aiaudit`` argument parser."""
+class _HelpFormatter(argparse.HelpFormatter):
+    """argparse's formatter, sized as ``shutil.get_terminal_size`` would size it but without
+    importing ``shutil`` (argparse builds a formatter for every ``add_argument``, and
+    ``shutil`` pulls in bz2, lzma and zlib: 4 ms of every scan's start-up)."""
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
+                 width: int | None = None) -> None:
+        super().__init__(prog, indent_increment, max_help_position,
+                         _columns() - 2 if width is None else width)
+
+
+class _RawFormatter(argparse.RawDescriptionHelpFormatter, _HelpFormatter):
+    """:class:`_HelpFormatter` that keeps the description and epilog as written."""
+
+
+def _columns() -> int:
+    """Terminal width: ``$COLUMNS``, else the width of stdout's terminal, else 80."""
+    with contextlib.suppress(ValueError):
+        if int(os.environ.get("COLUMNS", "")) > 0:
+            return int(os.environ["COLUMNS"])
+    try:
+        return os.get_terminal_size(sys.__stdout__.fileno()).columns or 80  # type: ignore[union-attr]
+    except (AttributeError, ValueError, OSError):
+        return 80
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The ``aiaudit`` argument parser; with ``command``, only that subcommand gets its
+    arguments (the others are listed with their help line): a scan should not pay for
+    building the options of five commands it does not run."""
     p = _Parser(
         prog="aiaudit",
         description="Read-only audit of a Linux host (or a mounted root filesystem) for "
                     "deep-learning training: kernel tuning, limits, SSH, network, GPU stack.",
         epilog=EXIT_CODES_HELP,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=_RawFormatter,
     )
     p.add_argument("--version", action="version", version=f"aiaudit {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name, (populate, kwargs) in _SUBCOMMANDS.items():
+        sp = sub.add_parser(name, **kwargs)
+        if command is None or command == name:
+            populate(sp)
+    return p
 
-    s = sub.add_parser("scan", help="scan the host or a root filesystem",
-                       epilog=EXIT_CODES_HELP + "\n" + MODES_HELP,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+
+def _populate_scan(s: argparse.ArgumentParser) -> None:
     _add_ruleset(s)
     s.add_argument("--root", default="/", metavar="DIR",
                    help="root of the system to audit (default /); another root is scanned "
@@ -105,17 +141,14 @@ def build_parser() -> argparse.ArgumentParser:
     _add_syslog_option(s)
     _add_mode_options(s)
 
-    r = sub.add_parser("rules", help="list the rules of a ruleset")
-    _add_ruleset(r)
 
-    e = sub.add_parser("explain", help="explain a rule: rationale, references, fix")
+def _populate_explain(e: argparse.ArgumentParser) -> None:
     e.add_argument("rule_id", metavar="RULE_ID")
     _add_ruleset(e)
 
-    v = sub.add_parser("validate", help="validate a ruleset file and report every problem")
+
+def _populate_validate(v: argparse.ArgumentParser) -> None:
     v.add_argument("file", metavar="FILE")
-    _add_report_commands(sub)
-    return p
 
 
 def _add_ruleset(p: argparse.ArgumentParser) -> None:
@@ -436,11 +469,7 @@ def _add_syslog_option(p: argparse.ArgumentParser) -> None:
                         f"facility user) through SOCKET (default {DEFAULT_SYSLOG_SOCKET})")
 
 
-def _add_report_commands(sub: Any) -> None:
-    d = sub.add_parser("render", help="re-render a saved JSON report in another format",
-                       description="Read a report written by `aiaudit scan -o json:FILE` "
-                                   "(validated against schemas/report.schema.json) and "
-                                   "render it again.")
+def _populate_render(d: argparse.ArgumentParser) -> None:
     d.add_argument("report", metavar="SCAN.json", help="saved JSON report (- for stdin)")
     d.add_argument("--format", default="text", metavar="FORMAT",
                    help="output format for stdout / --output FILE (text, json, sarif, ...)")
@@ -448,11 +477,9 @@ def _add_report_commands(sub: Any) -> None:
                    help="write to FILE (repeatable; FORMAT:FILE picks its format)")
     d.add_argument("--verbose", "-v", action="store_true",
                    help="text format: show details of passed and skipped rules")
-    m = sub.add_parser("remediate", help="write a fix bundle (files, install.sh, playbook) "
-                                         "from a saved JSON report",
-                       description="Write the drop-in files, an install.sh and an Ansible "
-                                   "playbook that fix the failures of a saved scan.  aiaudit "
-                                   "itself changes nothing on the host.")
+
+
+def _populate_remediate(m: argparse.ArgumentParser) -> None:
     m.add_argument("report", metavar="SCAN.json", help="saved JSON report (- for stdin)")
     m.add_argument("--output-dir", "-d", required=True, metavar="DIR",
                    help="directory for the bundle (created; must be empty unless --force)")
@@ -460,6 +487,27 @@ def _add_report_commands(sub: Any) -> None:
                    help="only fix failures at or above this severity (default info: all)")
     m.add_argument("--force", action="store_true",
                    help="write into DIR even if it is not empty")
+
+
+_SUBCOMMANDS: dict[str, tuple[Callable[[argparse.ArgumentParser], None], dict[str, Any]]] = {
+    "scan": (_populate_scan, {"help": "scan the host or a root filesystem",
+                              "epilog": EXIT_CODES_HELP + "\n" + MODES_HELP,
+                              "formatter_class": _RawFormatter}),
+    "rules": (_add_ruleset, {"help": "list the rules of a ruleset"}),
+    "explain": (_populate_explain, {"help": "explain a rule: rationale, references, fix"}),
+    "validate": (_populate_validate,
+                 {"help": "validate a ruleset file and report every problem"}),
+    "render": (_populate_render, {
+        "help": "re-render a saved JSON report in another format",
+        "description": "Read a report written by `aiaudit scan -o json:FILE` (validated "
+                       "against schemas/report.schema.json) and render it again."}),
+    "remediate": (_populate_remediate, {
+        "help": "write a fix bundle (files, install.sh, playbook) from a saved JSON report",
+        "description": "Write the drop-in files, an install.sh and an Ansible playbook that "
+                       "fix the failures of a saved scan.  aiaudit itself changes nothing on "
+                       "the host."}),
+}
+"""Each subcommand: what adds its arguments, and its ``add_parser`` keywords."""
 
 
 def cmd_render(args: argparse.Namespace) -> int:
@@ -509,7 +557,10 @@ COMMANDS = {"scan": cmd_scan, "rules": cmd_rules, "explain": cmd_explain,
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; the one error boundary of aiaudit.  Returns the exit code."""
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    # the top level has no option that takes a value: the first word names the command
+    word = next((a for a in argv if not a.startswith("-")), None)
+    parser = build_parser(word if word in COMMANDS else None)
     args = parser.parse_args(argv)
     if not args.command:
         parser.print_help(sys.stderr)

@@ -8,7 +8,6 @@ the modules named by third-party ``aiaudit`` entry points are.  Nothing happens 
 from __future__ import annotations
 
 import importlib
-import pkgutil
 from types import ModuleType
 from typing import Iterable, Iterator, Mapping, TypeVar
 
@@ -148,6 +147,8 @@ class _Loader:
 
 def builtin_modules() -> list[ModuleType]:
     """Import and return every built-in plugin module."""
+    import pkgutil
+
     mods = [importlib.import_module(name) for name in BUILTIN_MODULES]
     for pkg_name in BUILTIN_PACKAGES:
         pkg = importlib.import_module(pkg_name)

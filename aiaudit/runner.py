@@ -9,9 +9,9 @@ goes on (checkov's ``run_check`` isolation).
 
 from __future__ import annotations
 
+import os
 import threading
 import time
-import uuid
 from dataclasses import field, replace
 from datetime import datetime, timezone
 from typing import Any, Callable, Mapping, Sequence
@@ -101,12 +101,40 @@ def run_rule(rule: Rule, ctx: CheckContext, *, reraise: bool = False) -> list[Re
     return results
 
 
-def _run_isolated(rule: Rule, ctx: CheckContext, budget: float | None,
-                  reraise: bool) -> tuple[list[Result], bool]:
-    """Run ``rule`` in a daemon thread; returns (results, finished_in_time)."""
+class _Worker:
+    """One daemon thread that runs rules one after another.
+
+    Starting a thread per rule cost about 0.15 ms a rule (61 rules: 10 ms of a scan).  A rule
+    that overruns its budget keeps its worker (Python cannot kill a thread); the runner
+    then abandons that worker and starts a new one for the next rule, so a hung read or
+    command never delays the rules after it beyond their own budgets.
+    """
+
+    def __init__(self) -> None:
+        self._job: Callable[[], None] | None = None
+        self._ready = threading.Event()
+        threading.Thread(target=self._loop, name="aiaudit-rules", daemon=True).start()
+
+    def _loop(self) -> None:
+        while True:
+            self._ready.wait()
+            self._ready.clear()
+            job, self._job = self._job, None
+            if job is not None:
+                job()
+
+    def submit(self, job: Callable[[], None]) -> None:
+        """Run ``job`` on this worker (one job at a time: the caller waits for it)."""
+        self._job = job
+        self._ready.set()
+
+
+def _run_isolated(rule: Rule, ctx: CheckContext, budget: float | None, reraise: bool,
+                  worker: _Worker) -> tuple[list[Result], bool]:
+    """Run ``rule`` on ``worker``; returns (results, finished_in_time)."""
     slot = _Slot()
 
-    def target() -> None:
+    def job() -> None:
         try:
             slot.results = run_rule(rule, ctx, reraise=reraise)
         except BaseException as exc:  # only with reraise
@@ -114,8 +142,7 @@ def _run_isolated(rule: Rule, ctx: CheckContext, budget: float | None,
         finally:
             slot.done.set()
 
-    t = threading.Thread(target=target, name=f"rule-{rule.id}", daemon=True)
-    t.start()
+    worker.submit(job)
     finished = slot.done.wait(budget)
     if not finished:
         return [], False
@@ -193,6 +220,7 @@ def scan(ruleset: Ruleset, host: Host, options: ScanOptions,
     findings: list[Finding] = []
     notices: list[str] = []
     settings = dict(options.settings)
+    worker = _Worker()
     for idx, rule in enumerate(rules):
         ctx = CheckContext(host=host, params=rule.params, rule_id=rule.id, user=options.user,
                            user_source=options.user_source, settings=settings)
@@ -207,8 +235,9 @@ def scan(ruleset: Ruleset, host: Host, options: ScanOptions,
             break
         budget = options.rule_timeout if remaining is None else min(options.rule_timeout,
                                                                      remaining)
-        results, in_time = _run_isolated(rule, ctx, budget, options.reraise)
+        results, in_time = _run_isolated(rule, ctx, budget, options.reraise, worker)
         if not in_time:
+            worker = _Worker()  # the old one is stuck in the rule: abandon it
             why = ("scan deadline" if remaining is not None and budget == remaining
                    else "rule timeout")
             results = [error_result(f"not evaluated: {why} of {budget:.1f}s reached while "
@@ -221,7 +250,7 @@ def scan(ruleset: Ruleset, host: Host, options: ScanOptions,
     notices.extend(wnotices)
     return RunResult(
         tool_version=__version__,
-        run_id=str(uuid.uuid4()),
+        run_id=random_uuid(),
         started=started_wall.isoformat(timespec="seconds").replace("+00:00", "Z"),
         duration_s=round(time.monotonic() - t0, 4),
         host=info,
@@ -232,6 +261,16 @@ def scan(ruleset: Ruleset, host: Host, options: ScanOptions,
         fail_on=options.fail_on,
         notices=tuple(notices),
     )
+
+
+def random_uuid() -> str:
+    """A random (version 4, RFC 4122) UUID string, as ``str(uuid.uuid4())`` gives, without
+    importing :mod:`uuid` (which imports :mod:`platform`: 4 ms of a prolog's start-up)."""
+    b = bytearray(os.urandom(16))
+    b[6] = (b[6] & 0x0F) | 0x40  # version 4
+    b[8] = (b[8] & 0x3F) | 0x80  # variant RFC 4122
+    h = b.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 def _finding(rule: Rule, result: Result) -> Finding:

@@ -150,3 +150,29 @@ def test_host_errors_are_not_internal(tmp_path) -> None:
 
     got = _by_rule(_scan(tmp_path, _rule("N", boom)))
     assert got["N"][0].message == "/etc/x: no such file"
+
+
+def _thread_name(ctx: CheckContext) -> Iterator[Result]:
+    yield Result(Status.PASS, threading.current_thread().name + f"#{threading.get_ident()}",
+                 "which thread ran me")
+
+
+def test_rules_share_one_worker_until_one_hangs(tmp_path) -> None:
+    run = _scan(tmp_path, _rule("A", _thread_name), _rule("B", _thread_name),
+                _rule("H", _hang), _rule("C", _thread_name), _rule("D", _thread_name),
+                rule_timeout=0.2)
+    got = {rid: rs[0].subject for rid, rs in _by_rule(run).items()}
+    assert got["A"] == got["B"], "consecutive rules run on the same worker thread"
+    assert got["C"] == got["D"] and got["C"] != got["A"], "a new worker after the hung rule"
+    assert got["A"].startswith("aiaudit-rules#")
+    assert threading.current_thread().name not in got["A"], "rules never run on the caller"
+
+
+def test_run_id_is_a_random_version_4_uuid(tmp_path) -> None:
+    import uuid
+
+    ids = {_scan(tmp_path, _rule("A", _ok)).run_id for _ in range(20)}
+    assert len(ids) == 20
+    for rid in ids:
+        u = uuid.UUID(rid)
+        assert str(u) == rid and u.version == 4 and u.variant == uuid.RFC_4122
