@@ -248,17 +248,22 @@ class _Modes:
 
 def _mode_inputs(args: argparse.Namespace) -> _Modes:
     """Resolve the mode options and read their input files (bad file: UsageError)."""
-    from aiaudit.changes import load_previous
-    from aiaudit.waivers import load_waivers
-
     prolog = bool(getattr(args, "prolog", False))
     timeout = args.timeout or (PROLOG_TIMEOUT if prolog else DEFAULT_TIMEOUT)
     on_error = args.on_error or ("pass" if prolog else "code")
-    waivers = load_waivers(args.waivers) if args.waivers else ()
+    waivers: tuple[Waiver, ...] = ()
+    if args.waivers:
+        from aiaudit.waivers import load_waivers
+
+        waivers = load_waivers(args.waivers)
     previous, origin = None, None
     if args.changes_since:
+        from aiaudit.changes import load_previous
+
         previous, origin = load_previous(args.changes_since), args.changes_since
     elif args.state:
+        from aiaudit.changes import load_previous
+
         origin = args.state
         if os.path.lexists(args.state):
             previous = load_previous(args.state)
@@ -271,10 +276,10 @@ def _mode_inputs(args: argparse.Namespace) -> _Modes:
 
 def _shown_run(run: RunResult, modes: _Modes) -> RunResult:
     """The run the reports show: only the changes with --changes-since / --state."""
-    from aiaudit.changes import changes_since
-
     if modes.previous_origin is None:
         return run
+    from aiaudit.changes import changes_since
+
     return changes_since(run, modes.previous, modes.previous_origin)
 
 

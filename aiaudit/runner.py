@@ -13,7 +13,6 @@ import os
 import threading
 import time
 from dataclasses import field, replace
-from datetime import datetime, timezone
 from typing import Any, Callable, Mapping, Sequence
 
 from aiaudit import __version__
@@ -212,7 +211,7 @@ def scan(ruleset: Ruleset, host: Host, options: ScanOptions,
     """Run every selected rule of ``ruleset`` against ``host`` and collect a RunResult."""
     from aiaudit.identity import host_info as default_host_info
 
-    started_wall = datetime.now(timezone.utc)
+    started_wall = time.gmtime()  # UTC, as struct_time: no datetime import
     t0 = time.monotonic()
     deadline = Deadline(options.timeout)
     host.deadline = deadline
@@ -244,14 +243,14 @@ def scan(ruleset: Ruleset, host: Host, options: ScanOptions,
                                     f"the check was running (a read or command hung?)")]
         findings.extend(_finding(rule, r) for r in results)
     info = (host_info or default_host_info)(host)
-    today = options.today or started_wall.date().isoformat()
+    today = options.today or time.strftime("%Y-%m-%d", started_wall)
     findings, wnotices = apply_waivers(findings, options.waivers, info, today,
                                        [r.id for r in rules])
     notices.extend(wnotices)
     return RunResult(
         tool_version=__version__,
         run_id=random_uuid(),
-        started=started_wall.isoformat(timespec="seconds").replace("+00:00", "Z"),
+        started=time.strftime("%Y-%m-%dT%H:%M:%SZ", started_wall),
         duration_s=round(time.monotonic() - t0, 4),
         host=info,
         ruleset=ruleset.name,
