@@ -2,16 +2,20 @@
 """Benchmark: wall time and peak memory of ``aiaudit scan`` against ``python3 -c pass``.
 
 Measures, in one run and on the same machine, the median wall time (and peak RSS) of:
-- ``python -c pass`` (the interpreter's own start-up: the unit of the ratios);
+- ``python -c pass`` (the interpreter's own start-up: the unit of the ratios), with the
+  interpreter that runs the ``aiaudit`` being measured;
 - ``aiaudit scan --ruleset dl-training`` with ``--format json`` and ``--format text``, on
   this host live, on a small fixture root and on a large generated root (512 CPUs with 10
   idle states each, 64 NVMe namespaces, 200 sysctl.d files), the fixture roots scanned live
   (``--live``) so the /sys and /proc parts are exercised.
 
 Targets (issue 8): JSON <= 6x python start-up, text <= 10x, large <= 1.5x small, peak
-memory <= 40 MB.  Usage::
+memory <= 40 MB.  Measure a real installation (``pip install .``), not an editable one: an
+editable install adds an import hook to every start-up of its interpreter (the script says
+so when it finds one).  Usage::
 
-    .venv/bin/python bench/bench.py [--runs 15] [--json out.json] [--check]
+    python3 -m venv /tmp/bench-venv && /tmp/bench-venv/bin/pip install -q .
+    python3 bench/bench.py --aiaudit /tmp/bench-venv/bin/aiaudit [--runs 15] [--json F] [--check]
 
 ``--check`` exits 1 when a target is missed.  This is a script, not a timed test.
 """
@@ -58,6 +62,27 @@ def measure(argv: list[str], runs: int) -> dict[str, float]:
     return {"median_s": statistics.median(walls),
             "p90_s": walls[min(len(walls) - 1, int(len(walls) * 0.9))],
             "peak_rss_mb": max(rss)}
+
+
+def interpreter_of(exe: str) -> str:
+    """The Python that runs the ``aiaudit`` console script ``exe`` (its ``#!`` line): the
+    baseline must be the same interpreter with the same site-packages (``.pth`` files run at
+    every start-up)."""
+    try:
+        with open(exe, "rb") as fh:
+            first = fh.readline().decode().strip()
+    except OSError:
+        return sys.executable
+    return first[2:].split()[0] if first.startswith("#!") else sys.executable
+
+
+def is_editable(python: str) -> bool:
+    """Whether aiaudit is installed editable (``pip install -e``) for ``python``: its import
+    hook then runs at every start-up of that interpreter (about 10 ms here), in the
+    baseline as in the scan, so the ratios are not those of a real installation."""
+    probe = "import sys; print(any('__editable__' in m for m in sys.modules))"
+    out = subprocess.run([python, "-c", probe], capture_output=True, text=True, check=False)
+    return out.stdout.strip() == "True"
 
 
 def _w(root: Path, rel: str, text: str) -> None:
@@ -149,13 +174,15 @@ def main() -> int:
     args = ap.parse_args()
     exe = args.aiaudit or shutil.which("aiaudit", path=str(Path(sys.executable).parent)) \
         or "aiaudit"
+    python = interpreter_of(exe)
+    editable = is_editable(python)
     tmp = Path(tempfile.mkdtemp(prefix="aiaudit-bench-"))
     try:
         small = make_host(tmp / "small", cpus=4, cstates=4, nvme=1, sysctl_files=3)
         large = make_host(tmp / "large", cpus=512, cstates=10, nvme=64, sysctl_files=200)
         scan = [exe, "scan", "--ruleset", "dl-training", "--user", "root"]
         cases = {
-            "python -c pass": [sys.executable, "-c", "pass"],
+            "python -c pass": [python, "-c", "pass"],
             "live json": [*scan, "--format", "json"],
             "live text": [*scan, "--format", "text"],
             "small json": [*scan, "--root", str(small), "--live", "--format", "json"],
@@ -170,6 +197,8 @@ def main() -> int:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     base = res["python -c pass"]["median_s"]
+    print(f"aiaudit: {exe} (python {python}"
+          + (", EDITABLE install: ratios differ from a real one" if editable else "") + ")")
     print(f"{'case':<16} {'median ms':>10} {'p90 ms':>8} {'x python':>9} {'peak MB':>8}")
     for name, r in res.items():
         print(f"{name:<16} {r['median_s'] * 1000:>10.1f} {r['p90_s'] * 1000:>8.1f} "
@@ -193,7 +222,8 @@ def main() -> int:
         print(f"{k:<26} {v:8.2f}  {'ok' if good else 'MISSED'}")
     if args.json:
         Path(args.json).write_text(json.dumps({"cases": res, "ratios": ratios,
-                                               "python": sys.version}, indent=2))
+                                               "python": python, "editable": editable,
+                                               "aiaudit": exe}, indent=2))
     return 0 if ok or not args.check else 1
 
 

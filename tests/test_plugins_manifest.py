@@ -47,3 +47,15 @@ print(",".join(loaded))
     assert "aiaudit.checks.memory" in loaded
     for heavy in ("aiaudit.checks.sshd", "aiaudit.checks.firewall", "aiaudit.checks.block"):
         assert heavy not in loaded, loaded
+
+
+
+def test_every_hook_is_seen_by_the_fast_hook_filter() -> None:
+    """The plugin manager looks only at ``aiaudit_*`` names: every hook specification must
+    have one, or its implementations would be silently ignored."""
+    from aiaudit import hookspecs
+    from aiaudit.plugins import HOOK_PREFIX
+
+    specs = [n for n in dir(hookspecs) if hasattr(getattr(hookspecs, n), "aiaudit_spec")]
+    assert len(specs) == 3, specs
+    assert all(n.startswith(HOOK_PREFIX) for n in specs)
