@@ -49,7 +49,6 @@ print(",".join(loaded))
         assert heavy not in loaded, loaded
 
 
-
 def test_every_hook_is_seen_by_the_fast_hook_filter() -> None:
     """The plugin manager looks only at ``aiaudit_*`` names: every hook specification must
     have one, or its implementations would be silently ignored."""

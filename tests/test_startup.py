@@ -1,0 +1,66 @@
+"""What a scan imports: nothing it does not use (start-up is most of a prolog scan's time).
+
+Not a timed test (``bench/bench.py`` measures time): this pins the imports that were removed
+from the scan path, so a refactor that brings one back fails here, naming the module and
+why a scan should not need it.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = str(Path(__file__).resolve().parents[1] / "bench")
+
+NOT_FOR_A_SCAN = {
+    "jsonschema": "validation of shipped rulesets: loaded from their JSON twins",
+    "rich": "text output is plain",
+    "shutil": "argparse imports it for the terminal width: cli sizes help itself",
+    "uuid": "imports platform: the run id comes from os.urandom",
+    "platform": "via uuid",
+    "pkgutil": "only to list every built-in plugin module",
+    "tempfile": "only for --state",
+    "aiaudit.waivers": "only with --waivers",
+    "aiaudit.changes": "only with --changes-since / --state",
+    "xml": "JUnit output only",
+}
+
+SCAN = """
+import json, sys
+from aiaudit.cli import main
+rc = main(["scan", "--ruleset", "dl-training", "--format", "json", "--output", "/dev/null",
+           "--root", sys.argv[1], "--live", "--user", "root"])
+print(json.dumps(sorted(sys.modules)))
+"""
+
+
+@pytest.fixture(scope="module")
+def scanned_modules(tmp_path_factory) -> set[str]:
+    """The modules loaded after a full dl-training scan of a small live host tree."""
+    sys.path.insert(0, BENCH)
+    try:
+        import bench  # the benchmark's synthetic host
+    finally:
+        sys.path.pop(0)
+    root = bench.make_host(tmp_path_factory.mktemp("host"), cpus=2, cstates=3, nvme=1,
+                           sysctl_files=2)
+    out = subprocess.run([sys.executable, "-c", SCAN, str(root)], capture_output=True,
+                         text=True, check=False)
+    assert out.returncode in (0, 1, 3), out.stderr
+    return set(json.loads(out.stdout.splitlines()[-1]))
+
+
+@pytest.mark.parametrize("module", sorted(NOT_FOR_A_SCAN))
+def test_a_scan_does_not_import(module: str, scanned_modules: set[str]) -> None:
+    assert module not in scanned_modules, f"{module} is imported ({NOT_FOR_A_SCAN[module]})"
+
+
+def test_the_scan_ran_its_checks(scanned_modules: set[str]) -> None:
+    """The guard above means something only if the scan really loaded its checks."""
+    for mod in ("aiaudit.checks.sysctl", "aiaudit.checks.cstates", "aiaudit.checks.sshd",
+                "aiaudit.reporters.json"):
+        assert mod in scanned_modules
