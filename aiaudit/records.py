@@ -9,7 +9,8 @@ budget is a few times Python's own start-up).
 
 ``record`` lets :mod:`dataclasses` collect the fields (so ``dataclasses.fields``,
 ``replace``, ``asdict``, ``astuple``, ``is_dataclass`` and ``__match_args__`` work
-unchanged), compiles only ``__init__`` (one small ``exec``), and gives every class the same
+unchanged), builds ``__init__`` from a template compiled once per shape of fields (required,
+default, factory) with the field names put into the code object, and gives every class the same
 shared ``__eq__``, ``__hash__``, ``__repr__`` and, when frozen, ``__setattr__`` and
 ``__delattr__``, which read the fields through one per-class ``operator.attrgetter``.  The
 behaviour is that of ``@dataclass(frozen=True)`` (or plain ``@dataclass`` with
@@ -26,6 +27,7 @@ import dataclasses
 import operator
 import sys
 from collections.abc import Callable
+from types import CodeType, FunctionType
 from typing import Any, TypeVar, overload
 
 _T = TypeVar("_T", bound=type)
@@ -85,6 +87,8 @@ def _unsupported(cls: type, fields: list[dataclasses.Field[Any]]) -> str | None:
     """Why ``cls`` needs the full ``@dataclass``, or ``None``."""
     if "__post_init__" in cls.__dict__:
         return "__post_init__"
+    if any(f.name == "self" for f in fields):
+        return "a field named 'self'"
     for f in fields:
         if not f.init or not f.compare or f.kw_only is True:
             return f"field {f.name!r} with init/compare/kw_only options"
@@ -97,28 +101,58 @@ def _unsupported(cls: type, fields: list[dataclasses.Field[Any]]) -> str | None:
     return None
 
 
+_TEMPLATES: dict[tuple[str, ...], CodeType] = {}
+"""``__init__`` code per shape of fields, compiled once per process."""
+
+
+def _template(shape: tuple[str, ...]) -> CodeType:
+    """The code of an ``__init__`` for fields of these kinds (``r`` required, ``d`` with a
+    default, ``f`` with a default factory), with placeholder names: parameter ``_fN`` sets
+    attribute ``"\0N"`` (a string no identifier can equal).  Record classes share a few
+    dozen shapes, so most classes reuse a template instead of compiling their own."""
+    code = _TEMPLATES.get(shape)
+    if code is None:
+        params, body = ["self"], []
+        for i, kind in enumerate(shape):
+            params.append(f"_f{i}" if kind == "r" else f"_f{i}=None")
+            value = f"__factory_{i}() if _f{i} is __has_factory else _f{i}" if kind == "f" \
+                else f"_f{i}"
+            body.append(f"    __object_setattr(self, {chr(0) + str(i)!r}, {value})\n")
+        src = f"def __init__({', '.join(params)}):\n{''.join(body) or '    pass'}\n"
+        ns: dict[str, Any] = {}
+        exec(src, {}, ns)
+        code = _TEMPLATES[shape] = ns["__init__"].__code__
+    return code
+
+
 def _make_init(cls: type, fields: list[dataclasses.Field[Any]]) -> Callable[..., None]:
-    """Compile ``__init__`` for ``fields`` (one ``exec``; values set with
-    ``object.__setattr__``, as a frozen dataclass does)."""
+    """``__init__`` for ``fields``, as a frozen dataclass's: parameters named and ordered as
+    the fields, defaults and default factories applied, values set with
+    ``object.__setattr__``.  Built from the shape's template (:func:`_template`) with the
+    field names put in (``CodeType.replace``): no compilation per class."""
     glb: dict[str, Any] = {"__object_setattr": object.__setattr__, "__has_factory": _HAS_FACTORY}
-    params, body = ["self"], []
+    shape, defaults = [], []
     for i, f in enumerate(fields):
-        value = f.name
         if f.default_factory is not dataclasses.MISSING:
             glb[f"__factory_{i}"] = f.default_factory
-            params.append(f"{f.name}=__has_factory")
-            value = f"__factory_{i}() if {f.name} is __has_factory else {f.name}"
+            shape.append("f")
+            defaults.append(_HAS_FACTORY)
         elif f.default is not dataclasses.MISSING:
-            glb[f"__default_{i}"] = f.default
-            params.append(f"{f.name}=__default_{i}")
+            shape.append("d")
+            defaults.append(f.default)
         else:
-            params.append(f.name)
-        body.append(f"    __object_setattr(self, {f.name!r}, {value})\n")
-    src = f"def __init__({', '.join(params)}):\n{''.join(body) or '    pass'}\n"
-    ns: dict[str, Any] = {}
-    exec(src, glb, ns)
-    init = ns["__init__"]
-    init.__qualname__ = f"{cls.__qualname__}.__init__"
+            shape.append("r")
+    code = _template(tuple(shape))
+    names = [f.name for f in fields]
+    consts = tuple(names[int(c[1:])] if isinstance(c, str) and c[:1] == "\0" else c
+                   for c in code.co_consts)
+    qualname = f"{cls.__qualname__}.__init__"
+    extra = {"co_qualname": qualname} if sys.version_info >= (3, 11) else {}
+    code = code.replace(co_varnames=("self", *names), co_consts=consts, **extra)
+    init = FunctionType(code, glb, "__init__", tuple(defaults) or None)
+    init.__qualname__ = qualname
+    init.__module__ = cls.__module__
+    init.__annotations__ = {**{f.name: f.type for f in fields}, "return": None}
     return init
 
 

@@ -135,3 +135,37 @@ def test_unsupported_options_are_refused(body: str) -> None:
     src = f"@record\nclass Bad:\n    {body}\n"
     with pytest.raises(TypeError):
         exec(src, {"record": record, "dataclasses": dataclasses})
+
+
+kinds = st.lists(st.sampled_from("rdf"), max_size=6).map(
+    lambda ks: sorted(ks, key=lambda k: k != "r"))  # required fields first, as Python needs
+
+
+@given(kinds, st.data())
+def test_init_from_a_template_matches_dataclass_init(shape: list[str], data) -> None:
+    """Any shape of fields: the same signature, and the same values set, as @dataclass."""
+    import inspect
+
+    names = [f"n{i}_{k}" for i, k in enumerate(shape)]
+    body = "".join(
+        f"    {n}: int\n" if k == "r" else
+        f"    {n}: int = {i * 10}\n" if k == "d" else
+        f"    {n}: list = dataclasses.field(default_factory=lambda: [{i}])\n"
+        for i, (n, k) in enumerate(zip(names, shape, strict=True))) or "    pass\n"
+    ns: dict = {"record": record, "dataclasses": dataclasses}
+    exec(f"@record\nclass R:\n{body}\n"
+         f"@dataclasses.dataclass(frozen=True)\nclass D:\n{body}", ns)
+    R, D = ns["R"], ns["D"]
+    assert str(inspect.signature(R)) == str(inspect.signature(D))
+    required = [n for n, k in zip(names, shape, strict=True) if k == "r"]
+    n_pos = data.draw(st.integers(0, len(names)))
+    args = [data.draw(st.integers()) for _ in range(max(n_pos, len(required)))]
+    r, d = R(*args), D(*args)
+    assert dataclasses.astuple(r) == dataclasses.astuple(d)
+    kw = {n: i for i, n in enumerate(names)}
+    assert dataclasses.asdict(R(**kw)) == dataclasses.asdict(D(**kw))
+    assert R.__init__.__qualname__.endswith("R.__init__")
+    if any(k == "f" for k in shape):
+        a, b = R(*args[:len(required)]), R(*args[:len(required)])
+        fac = next(n for n, k in zip(names, shape, strict=True) if k == "f")
+        assert getattr(a, fac) == getattr(b, fac) and getattr(a, fac) is not getattr(b, fac)
