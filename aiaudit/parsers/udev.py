@@ -120,7 +120,25 @@ class Device:
 
 def pattern_match(pattern: str, value: str) -> bool:
     """udev string match: ``|``-separated alternatives, each a fnmatch glob."""
-    return any(fnmatch.fnmatchcase(value, alt) for alt in pattern.split("|"))
+    for alt in pattern.split("|"):
+        if _glob_match(alt, value):
+            return True
+    return False
+
+
+_GLOB_CHARS = frozenset("*?[")
+
+
+def _glob_match(alt: str, value: str) -> bool:
+    # Most udev patterns are plain words ("block", "add") or "prefix*" ("nvme*"): decide
+    # those without compiling a regular expression (fnmatch compiles one per pattern, and a
+    # scan meets a few hundred distinct ones); the result is fnmatchcase's.
+    head = alt[:-1] if alt.endswith("*") else None
+    if head is not None and _GLOB_CHARS.isdisjoint(head):
+        return value.startswith(head)
+    if _GLOB_CHARS.isdisjoint(alt):
+        return value == alt
+    return fnmatch.fnmatchcase(value, alt)
 
 
 def _match(tok: Token, dev: Device) -> bool | None:
@@ -200,17 +218,19 @@ def attr_writes(rules: Sequence[Rule], dev: Device, attr: str) -> list[AttrWrite
                 skip_to = None
         if doubt_until is not None and (rule.file != skip_file or label == doubt_until):
             doubt_until = None
+        writes = [t for t in rule.assigns("ATTR", attr) if t.op in ("=", ":=")]
+        goto = next((t.value for t in rule.tokens if t.key == "GOTO" and not t.is_match),
+                    None)
+        if not writes and goto is None:
+            continue  # whether it matches or not, it changes nothing here
         ok, why = rule_matches(rule, dev)
         if ok is False:
             continue
         certain = ok is True and doubt_until is None
         reason = ", ".join(str(t) for t in why) if why else doubt_why
-        for tok in rule.assigns("ATTR", attr):
-            if tok.op in ("=", ":="):
-                out.append(AttrWrite(tok.value, rule, certain,
-                                     "" if certain else f"cannot decide {reason}"))
-        goto = next((t.value for t in rule.tokens if t.key == "GOTO" and not t.is_match),
-                    None)
+        for tok in writes:
+            out.append(AttrWrite(tok.value, rule, certain,
+                                 "" if certain else f"cannot decide {reason}"))
         if goto is not None:
             skip_file = rule.file
             if ok is True and doubt_until is None:
