@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from hypothesis import given
+import re
+
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from aiaudit.errors import ParseError
@@ -143,3 +145,19 @@ def test_attr_writes_skip_changes_nothing(lines: list, name: str) -> None:
     got = [(w.value, w.rule.line, w.certain)
            for w in up.attr_writes(rules, dev, "queue/scheduler")]
     assert got == _reference_writes(rules, dev, "queue/scheduler")
+
+
+_OLD_TOKEN = re.compile(
+    r'\s*([A-Za-z_]+)(?:\{([^}]*)\})?\s*(==|!=|\+=|-=|:=|=)\s*[a-z]?"((?:[^"\\]|\\.)*)"\s*(,|$)')
+
+
+@given(st.lists(st.sampled_from(['A', 'B{x}', '=', '==', '+=', '"', '\\', '\\"', ',', ' ', 'x',
+                                  '\n', '}', '\t']), max_size=14).map("".join))
+@example('A="\\""')
+@example('A="x\\\\", B="y\\"z"')
+@settings(max_examples=400)
+def test_token_regex_matches_the_plain_one(text: str) -> None:
+    # the unrolled value pattern accepts and splits exactly as the readable one
+    for pos in range(len(text) + 1):
+        a, b = up._TOKEN.match(text, pos), _OLD_TOKEN.match(text, pos)
+        assert (a and (a.span(), a.groups())) == (b and (b.span(), b.groups()))
