@@ -37,10 +37,9 @@ from aiaudit.api import (
 )
 from aiaudit.errors import CommandError, HostError, NotFound, ParseError
 from aiaudit.host import Host
-from aiaudit.parsers import firewalld as fwd
 from aiaudit.parsers import iptables as ipt
 from aiaudit.parsers import netfilter as nf
-from aiaudit.parsers import nft, ufw
+from aiaudit.parsers import nft
 from aiaudit.records import record
 
 NFT_TIMEOUT = 10.0
@@ -243,6 +242,8 @@ def _load_ufw(host: Host, st: FirewallState, rs: nf.Ruleset) -> None:
     text = host.try_read_text(conf_path)
     if text is None:
         return
+    from aiaudit.parsers import ufw  # only where ufw is installed
+
     conf = ufw.parse_conf(text)
     en = systemd.is_enabled(host, "ufw.service")
     enabled = conf.get("ENABLED")
@@ -298,6 +299,9 @@ def _load_firewalld(host: Host, st: FirewallState, rs: nf.Ruleset) -> None:
         if host.exists(conf_path):
             st.mechanisms.append(Mechanism("firewalld", False, en.reason, ev))
         return
+    from aiaudit.parsers import firewalld as fwd  # only where firewalld starts at boot
+    from aiaudit.parsers import ufw  # its KEY=value reader, for firewalld.conf
+
     conf = ufw.parse_conf(host.try_read_text(conf_path) or "")
     dz = conf.get("DefaultZone")
     zone_name = dz.value if dz else "public"
