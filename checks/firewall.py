@@ -102,6 +102,10 @@ def load_running(host: Host) -> FirewallState:
     rs = st.ruleset
     if rs is None:
         return st
+    loaded_any = any(_legacy_tables(host, fam) for fam in (4, 6))
+    if not rs.xt_tables and not loaded_any:
+        # whatever backend `iptables` has, nothing below would run: skip `iptables -V`
+        return st
     try:
         ver = host.run(["iptables", "-V"], timeout=NFT_TIMEOUT).stdout.strip()
     except CommandError:
@@ -129,12 +133,7 @@ def load_running(host: Host) -> FirewallState:
                     rs.chains[key] = ch
             st.notes.append(f"{cmd}: used for iptables-nft table(s) {', '.join(sorted(tables))}")
     for cmd, fam in legacy_cmds:
-        names = f"/proc/net/ip{'6' if fam == 6 else ''}_tables_names"
-        try:
-            loaded = host.read_text(names).split()
-        except HostError:
-            loaded = []
-        if not loaded:
+        if not _legacy_tables(host, fam):
             # No legacy table is registered in this netns; running *-legacy-save would
             # only autoload the ip_tables module (a side effect an audit must not have).
             continue
@@ -148,6 +147,14 @@ def load_running(host: Host) -> FirewallState:
                                        f"{cmd} (iptables-legacy rules, invisible to nft)",
                                        [Evidence.command(cmd)]))
     return st
+
+
+def _legacy_tables(host: Host, fam: int) -> list[str]:
+    """Legacy (x_tables) tables registered in this netns: ``/proc/net/ip{,6}_tables_names``."""
+    try:
+        return host.read_text(f"/proc/net/ip{'6' if fam == 6 else ''}_tables_names").split()
+    except HostError:
+        return []
 
 
 def _run_save(host: Host, cmd: str, fam: int, st: FirewallState) -> nf.Ruleset | None:
