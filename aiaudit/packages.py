@@ -9,26 +9,45 @@ from aiaudit.parsers import dpkg
 DPKG_STATUS = "/var/lib/dpkg/status"
 
 
-def dpkg_installed(host: Host) -> dict[str, dict[str, str]]:
-    """``{package: {field: value}}`` for installed packages; empty when the root has no
-    dpkg database (RPM distros, minimal images).  An unreadable or binary database raises
-    :class:`~aiaudit.errors.HostError` / :class:`~aiaudit.errors.ParseError`."""
+def _stanzas(host: Host) -> list[str]:
+    """Stanzas of the status file (memoized); ``[]`` without a dpkg database."""
 
-    def load() -> dict[str, dict[str, str]]:
+    def load() -> list[str]:
         try:
             text = host.read_text(DPKG_STATUS, cap=64 * 1024 * 1024)
         except NotFound:
-            return {}
-        return dpkg.parse_status(text)
+            return []
+        return dpkg.split_stanzas(text)
 
-    return host.memo(("dpkg-status",), load)
+    return host.memo(("dpkg-stanzas",), load)
+
+
+def dpkg_installed(host: Host, prefixes: tuple[str, ...] = ()) -> dict[str, dict[str, str]]:
+    """``{package: {field: value}}`` for installed packages (those whose name starts with
+    one of ``prefixes`` when given: only stanzas naming them are parsed); empty when the
+    root has no dpkg database (RPM distros, minimal images).  An unreadable or binary
+    database raises :class:`~aiaudit.errors.HostError` / :class:`~aiaudit.errors.ParseError`."""
+
+    def load() -> dict[str, dict[str, str]]:
+        got = dpkg.parse_stanzas(_stanzas(host), prefixes)
+        if not prefixes:
+            return got
+        return {n: f for n, f in got.items() if n.startswith(prefixes)}
+
+    return host.memo(("dpkg-status", prefixes), load)
+
+
+def dpkg_package(host: Host, package: str) -> dict[str, str] | None:
+    """Fields of one installed package, or ``None``; errors as :func:`dpkg_installed`."""
+    return host.memo(("dpkg-package", package),
+                     lambda: dpkg.parse_stanzas(_stanzas(host), (package,)).get(package))
 
 
 def dpkg_version(host: Host, package: str) -> str | None:
     """Full Debian version of an installed package, or ``None`` (not installed, no dpkg
     database, or the database cannot be read)."""
     try:
-        info = dpkg_installed(host).get(package)
+        info = dpkg_package(host, package)
     except (HostError, ParseError):
         return None
     return info.get("Version") if info else None

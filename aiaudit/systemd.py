@@ -94,6 +94,27 @@ def load_unit(host: Host, name: str) -> Unit:
     return host.memo(("systemd-unit", name), lambda: _load_unit(host, name))
 
 
+def _dir_names(host: Host, d: str) -> frozenset[str] | None:
+    """Names in unit directory ``d`` (memoized per run); ``None`` when it cannot be listed.
+    Loading a unit looks for its file and about 30 drop-in directories in each of the 8
+    directories of the search path; almost none exist, and one listing of each directory
+    answers them all."""
+
+    def load() -> frozenset[str] | None:
+        try:
+            return frozenset(host.listdir(d))
+        except HostError:
+            return None
+
+    return host.memo(("systemd-dir", d), load)
+
+
+def _absent(host: Host, d: str, name: str) -> bool:
+    """True when ``d/name`` surely does not exist (not in the listing of ``d``)."""
+    names = _dir_names(host, d)
+    return names is not None and name not in names
+
+
 def _load_unit(host: Host, name: str) -> Unit:
     path: str | None = None
     masked = False
@@ -103,6 +124,8 @@ def _load_unit(host: Host, name: str) -> Unit:
         candidates.append(tmpl)
     for cand in candidates:
         for d in UNIT_DIRS:
+            if _absent(host, d, cand):
+                continue
             p = f"{d}/{cand}"
             if host.is_masked(p):
                 return Unit(name, p, True, (), ())
@@ -119,6 +142,8 @@ def _load_unit(host: Host, name: str) -> Unit:
     for ddir in _dropin_dirs(name):
         names: dict[str, str] = {}
         for d in UNIT_DIRS:
+            if _absent(host, d, ddir):
+                continue
             for fn in host.listdir(f"{d}/{ddir}"):
                 if fn.endswith(".conf") and not fn.startswith(".") and fn not in names:
                     names[fn] = f"{d}/{ddir}/{fn}"

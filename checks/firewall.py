@@ -37,10 +37,9 @@ from aiaudit.api import (
 )
 from aiaudit.errors import CommandError, HostError, NotFound, ParseError
 from aiaudit.host import Host
-from aiaudit.parsers import firewalld as fwd
 from aiaudit.parsers import iptables as ipt
 from aiaudit.parsers import netfilter as nf
-from aiaudit.parsers import nft, ufw
+from aiaudit.parsers import nft
 from aiaudit.records import record
 
 NFT_TIMEOUT = 10.0
@@ -103,6 +102,10 @@ def load_running(host: Host) -> FirewallState:
     rs = st.ruleset
     if rs is None:
         return st
+    loaded_any = any(_legacy_tables(host, fam) for fam in (4, 6))
+    if not rs.xt_tables and not loaded_any:
+        # whatever backend `iptables` has, nothing below would run: skip `iptables -V`
+        return st
     try:
         ver = host.run(["iptables", "-V"], timeout=NFT_TIMEOUT).stdout.strip()
     except CommandError:
@@ -130,12 +133,7 @@ def load_running(host: Host) -> FirewallState:
                     rs.chains[key] = ch
             st.notes.append(f"{cmd}: used for iptables-nft table(s) {', '.join(sorted(tables))}")
     for cmd, fam in legacy_cmds:
-        names = f"/proc/net/ip{'6' if fam == 6 else ''}_tables_names"
-        try:
-            loaded = host.read_text(names).split()
-        except HostError:
-            loaded = []
-        if not loaded:
+        if not _legacy_tables(host, fam):
             # No legacy table is registered in this netns; running *-legacy-save would
             # only autoload the ip_tables module (a side effect an audit must not have).
             continue
@@ -149,6 +147,14 @@ def load_running(host: Host) -> FirewallState:
                                        f"{cmd} (iptables-legacy rules, invisible to nft)",
                                        [Evidence.command(cmd)]))
     return st
+
+
+def _legacy_tables(host: Host, fam: int) -> list[str]:
+    """Legacy (x_tables) tables registered in this netns: ``/proc/net/ip{,6}_tables_names``."""
+    try:
+        return host.read_text(f"/proc/net/ip{'6' if fam == 6 else ''}_tables_names").split()
+    except HostError:
+        return []
 
 
 def _run_save(host: Host, cmd: str, fam: int, st: FirewallState) -> nf.Ruleset | None:
@@ -243,6 +249,8 @@ def _load_ufw(host: Host, st: FirewallState, rs: nf.Ruleset) -> None:
     text = host.try_read_text(conf_path)
     if text is None:
         return
+    from aiaudit.parsers import ufw  # only where ufw is installed
+
     conf = ufw.parse_conf(text)
     en = systemd.is_enabled(host, "ufw.service")
     enabled = conf.get("ENABLED")
@@ -298,6 +306,9 @@ def _load_firewalld(host: Host, st: FirewallState, rs: nf.Ruleset) -> None:
         if host.exists(conf_path):
             st.mechanisms.append(Mechanism("firewalld", False, en.reason, ev))
         return
+    from aiaudit.parsers import firewalld as fwd  # only where firewalld starts at boot
+    from aiaudit.parsers import ufw  # its KEY=value reader, for firewalld.conf
+
     conf = ufw.parse_conf(host.try_read_text(conf_path) or "")
     dz = conf.get("DefaultZone")
     zone_name = dz.value if dz else "public"

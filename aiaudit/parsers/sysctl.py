@@ -31,6 +31,7 @@ PROCPS_OLD_DIRS = ("/run/sysctl.d", "/etc/sysctl.d", "/usr/local/lib/sysctl.d",
 SYSCTL_CONF = "/etc/sysctl.conf"
 MAX_LINE = 4096 * 8  # systemd LONG_LINE_MAX is 1 MiB; anything beyond a few KB is garbage
 _GLOB_CHARS = "*?["
+_GLOB_SET = frozenset(_GLOB_CHARS)
 _SYSTEMD_WS = " \t\n\r"
 """systemd ``WHITESPACE`` (``strstrip``); Python's ``str.strip()`` strips more."""
 _C_SPACE = " \t\n\v\f\r"
@@ -58,7 +59,7 @@ class Entry:
     @property
     def is_glob(self) -> bool:
         """True if the key contains glob characters."""
-        return any(c in self.key for c in _GLOB_CHARS)
+        return not _GLOB_SET.isdisjoint(self.key)
 
 
 @record
@@ -355,7 +356,8 @@ def procps_decide(entries: Iterable[Entry], key: str, *, globs: bool = True,
                 for x, p in zip(entries, paths, strict=True)
             ):
                 continue
-        elif posixpath.normpath(path) != target:
+        elif (posixpath.normpath(path) if "//" in path or "/." in path or path.endswith("/")
+              else path) != target:  # normpath changes nothing else (a hot loop)
             continue
         if winner is not None:
             lost.append(winner)

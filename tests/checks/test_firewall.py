@@ -402,6 +402,23 @@ def test_iptables_legacy_backend_from_version(make_root) -> None:
     assert "ip6tables-save" not in host.calls  # ip6_tables_names empty: not run
 
 
+def test_iptables_version_not_asked_when_nothing_depends_on_it(make_root) -> None:
+    # no xt tables in the nft output and no legacy table registered: whatever the
+    # iptables backend, no *-save would run, so `iptables -V` is not run either
+    outputs = {"nft -j list ruleset": (0, '{"nftables": [{"metainfo": {}}]}', ""),
+               "iptables -V": (0, "iptables v1.8.9 (legacy)\n", ""),
+               "iptables-save": (0, (FIXTURES / "iptables" / "rules.v4").read_text(), "")}
+    host = FakeCommands(make_root({"/proc/net/if_inet6": "", "/proc/net/ip_tables_names": "",
+                                   "/proc/net/ip6_tables_names": ""}), outputs)
+    got = run_fake(host, "firewall.default_deny")
+    assert host.calls == ["nft -j list ruleset"]
+    assert got["ipv4 (running)"].status is Status.FAIL
+    host = FakeCommands(make_root({"/proc/net/if_inet6": "",
+                                   "/proc/net/ip_tables_names": "filter\n"}), outputs)
+    assert run_fake(host, "firewall.default_deny")["ipv4 (running)"].status is Status.PASS
+    assert host.calls[:3] == ["nft -j list ruleset", "iptables -V", "iptables-save"]
+
+
 def test_source_restricted_ports_listed_not_failed(make_root) -> None:
     conf = SSH_ONLY.replace("tcp dport 22 accept", "tcp dport 22 accept\n"
                             "    ip saddr 10.0.0.0/8 tcp dport 9100 accept\n"

@@ -166,6 +166,49 @@ def test_service_table_is_well_formed() -> None:
     assert identify(services, "tcp", 8000, (), False) is None  # vLLM/Triton need an owner
 
 
+def test_service_table_twin_in_sync() -> None:
+    """Run `python -m aiaudit.builtin_rulesets checks/data` after editing
+    checks/data/network_services.yaml: the scan reads the JSON twin (no PyYAML import)."""
+    import json
+    from pathlib import Path
+
+    import yaml
+
+    from aiaudit.builtin_rulesets import fingerprint
+
+    data = Path(__file__).resolve().parents[2] / "checks" / "data"
+    raw = (data / "network_services.yaml").read_bytes()
+    doc = json.loads((data / "network_services.json").read_text())
+    assert doc["source_crc32"] == fingerprint(raw), "stale: run python -m " \
+        "aiaudit.builtin_rulesets checks/data"
+    assert doc["data"] == yaml.safe_load(raw)
+
+
+def test_service_table_stale_twin_falls_back_to_yaml(monkeypatch) -> None:
+    import yaml
+    from aiaudit.checks import network
+
+    from aiaudit import resources
+
+    fresh = network.load_services()
+    orig_read, orig_load = resources.read_text, yaml.load
+    used: list[str] = []
+
+    def stale(package: str, name: str) -> str:
+        text = orig_read(package, name)
+        return text.replace('"source_crc32": "', '"source_crc32": "0') \
+            if name.endswith("network_services.json") else text
+
+    def load(*a, **k):
+        used.append("yaml")
+        return orig_load(*a, **k)
+
+    monkeypatch.setattr(yaml, "load", load)
+    assert network.load_services() == fresh and used == []  # the twin, no YAML
+    monkeypatch.setattr(resources, "read_text", stale)
+    assert network.load_services() == fresh and used == ["yaml"]
+
+
 def test_one_proc_walk_per_scan(make_root) -> None:
     from aiaudit import plugins, ruleset
     from aiaudit.host import Host

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from hypothesis import given
+import re
+
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from aiaudit.errors import ParseError
@@ -84,3 +86,78 @@ def test_never_crashes(text: str) -> None:
     except ParseError:
         return
     up.attr_writes(rules, NVME, "queue/scheduler")
+
+
+@given(st.text("ab*?[]!|\\-", max_size=8), st.text("ab*?[]\\-\n", max_size=6))
+def test_pattern_match_is_fnmatchcase(pattern: str, value: str) -> None:
+    # the fast paths (plain word, "prefix*") decide as fnmatch would
+    import fnmatch
+
+    want = any(fnmatch.fnmatchcase(value, alt) for alt in pattern.split("|"))
+    assert up.pattern_match(pattern, value) is want
+
+
+def _reference_writes(rules: list[up.Rule], dev: up.Device, attr: str) -> list[tuple]:
+    """attr_writes without the pre-filter: every rule is matched (udev-rules.c order)."""
+    out, skip_to, skip_file, doubt_until = [], None, "", None
+    for rule in rules:
+        label = next((t.value for t in rule.tokens if t.key == "LABEL"), None)
+        if skip_to is not None:
+            if rule.file != skip_file:
+                skip_to = None
+            elif label != skip_to:
+                continue
+            else:
+                skip_to = None
+        if doubt_until is not None and (rule.file != skip_file or label == doubt_until):
+            doubt_until = None
+        ok, _why = up.rule_matches(rule, dev)
+        if ok is False:
+            continue
+        certain = ok is True and doubt_until is None
+        out += [(t.value, rule.line, certain) for t in rule.assigns("ATTR", attr)
+                if t.op in ("=", ":=")]
+        goto = next((t.value for t in rule.tokens if t.key == "GOTO"), None)
+        if goto is not None:
+            skip_file = rule.file
+            if certain:
+                skip_to = goto
+            elif doubt_until is None:
+                doubt_until = goto
+    return out
+
+
+_TOKENS = ('KERNEL=="nvme*"', 'KERNEL!="sd*"', 'KERNEL=="sda|vd*"', 'ACTION=="add"',
+           'ENV{ID_MODEL}=="x"', 'ATTR{queue/rotational}=="0"', 'ATTR{queue/scheduler}="none"',
+           'ATTR{queue/scheduler}:="bfq"', 'ATTR{queue/scheduler}+="x"', 'GOTO="end"',
+           'LABEL="end"', 'NAME="y"', 'SUBSYSTEM!="block"')
+
+
+@given(st.lists(st.tuples(st.sampled_from(["/a.rules", "/b.rules"]),
+                          st.lists(st.sampled_from(_TOKENS), min_size=1, max_size=3)),
+                max_size=12),
+       st.sampled_from(["nvme0n1", "sda", "vdb"]))
+def test_attr_writes_skip_changes_nothing(lines: list, name: str) -> None:
+    rules: list[up.Rule] = []
+    for f in ("/a.rules", "/b.rules"):
+        rules += up.parse("\n".join(", ".join(t) for g, t in lines if g == f), f)[0]
+    dev = up.Device(name, attrs={"queue/rotational": "0"})
+    got = [(w.value, w.rule.line, w.certain)
+           for w in up.attr_writes(rules, dev, "queue/scheduler")]
+    assert got == _reference_writes(rules, dev, "queue/scheduler")
+
+
+_OLD_TOKEN = re.compile(
+    r'\s*([A-Za-z_]+)(?:\{([^}]*)\})?\s*(==|!=|\+=|-=|:=|=)\s*[a-z]?"((?:[^"\\]|\\.)*)"\s*(,|$)')
+
+
+@given(st.lists(st.sampled_from(['A', 'B{x}', '=', '==', '+=', '"', '\\', '\\"', ',', ' ', 'x',
+                                  '\n', '}', '\t']), max_size=14).map("".join))
+@example('A="\\""')
+@example('A="x\\\\", B="y\\"z"')
+@settings(max_examples=400)
+def test_token_regex_matches_the_plain_one(text: str) -> None:
+    # the unrolled value pattern accepts and splits exactly as the readable one
+    for pos in range(len(text) + 1):
+        a, b = up._TOKEN.match(text, pos), _OLD_TOKEN.match(text, pos)
+        assert (a and (a.span(), a.groups())) == (b and (b.span(), b.groups()))

@@ -1,0 +1,82 @@
+"""dpkg status database: full parse and the hinted parse a scan uses."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from aiaudit.errors import ParseError
+from aiaudit.parsers import dpkg
+
+STATUS = """Package: procps
+Status: install ok installed
+Version: 2:4.0.2-3
+Depends: libc6
+
+Package: libprocps8
+Status: deinstall ok config-files
+Version: 2:3.3.17-5
+
+Package: procps
+Status: install ok installed
+Version: 9:9
+<SP>
+Package: nvidia-driver
+Status: install ok installed
+Version: 535.1-1
+Description: x
+ Package: fake
+""".replace("<SP>", " ")  # a whitespace-only line separates stanzas too
+
+
+def _restricted(got: dict, hints: tuple[str, ...]) -> dict:
+    return {n: f for n, f in got.items() if any(h in n for h in hints)}
+
+
+def test_parse_status_and_hints() -> None:
+    full = dpkg.parse_status(STATUS)
+    assert sorted(full) == ["nvidia-driver", "procps"]
+    assert full["procps"]["Version"] == "2:4.0.2-3"  # first of duplicates wins
+    assert dpkg.parse_status(STATUS, ("procps",)) == {"procps": full["procps"]}
+    assert dpkg.parse_status(STATUS, ("nvidia", "cuda")) == {
+        "nvidia-driver": full["nvidia-driver"]}
+    assert "fake" not in dpkg.parse_status(STATUS, ("fake",))  # a continuation line
+    with pytest.raises(ParseError):
+        dpkg.parse_status("Package: a\x00")
+
+
+_LINE = st.sampled_from(["Package: a", "Package: ab", "Package:b ", "Status: x installed",
+                         "Status: deinstall", "Version: 1", " Package: b", "#Package: a",
+                         "", " ", "Package : a", "a:b:c", "\x85Package: b"])
+
+
+@given(st.lists(_LINE, max_size=14), st.sampled_from([("a",), ("b",), ("ab", "b"), ("x",)]))
+def test_hints_find_what_the_full_parse_finds(lines: list[str], hints: tuple[str, ...]) -> None:
+    text = "\n".join(lines)
+    assert _restricted(dpkg.parse_status(text, hints), hints) == \
+        _restricted(dpkg.parse_status(text), hints)
+
+
+@given(st.text(max_size=200))
+def test_never_crashes(text: str) -> None:
+    try:
+        dpkg.parse_status(text, ("a",))
+    except ParseError:
+        pass
+
+
+def test_this_hosts_database() -> None:
+    path = "/var/lib/dpkg/status"
+    if not os.path.isfile(path):
+        if os.environ.get("CI"):
+            pytest.fail("CI runs on Debian: /var/lib/dpkg/status must exist")
+        pytest.skip("no dpkg database here")
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        text = fh.read()
+    full = dpkg.parse_status(text)
+    assert full
+    for name in sorted(full)[::7]:
+        assert dpkg.parse_status(text, (name,))[name] == full[name]

@@ -1,0 +1,78 @@
+"""systemd units: unit file and drop-in lookup through one listing per unit directory."""
+
+from __future__ import annotations
+
+import pytest
+
+from aiaudit import systemd
+from aiaudit.errors import HostError
+from aiaudit.host import Host
+
+FILES = {
+    "lib/systemd/system/foo-bar@.service": "[Service]\nExecStart=/bin/a\n",
+    "etc/systemd/system/service.d/10-all.conf": "[Service]\nNice=1\n",
+    "usr/lib/systemd/system/foo-.service.d/20-prefix.conf": "[Service]\nNice=2\n",
+    "etc/systemd/system/foo-bar@.service.d/30-tmpl.conf": "[Service]\nExecStart=\n",
+    "run/systemd/system/foo-bar@x.service.d/40-own.conf": "[Service]\nExecStart=/bin/b\n",
+    "usr/lib/systemd/system/foo-bar@x.service.d/40-own.conf": "[Service]\nNice=9\n",
+}
+LINKS = {"etc/systemd/system/gone.service": "/dev/null"}
+NAMES = ("foo-bar@x.service", "foo-bar@.service", "foo-baz.service", "gone.service",
+         "absent.service")
+
+
+def _load_all(root: str) -> dict[str, systemd.Unit]:
+    host = Host(root)
+    return {n: systemd.load_unit(host, n) for n in NAMES}
+
+
+def test_unit_with_template_prefix_and_own_dropins(make_root) -> None:
+    root = make_root(FILES, links=LINKS)
+    unit = _load_all(str(root))["foo-bar@x.service"]
+    assert unit.path == "/lib/systemd/system/foo-bar@.service"
+    # one file per name across directories (/run beats /usr/lib), sorted by name
+    assert unit.dropins == ("/etc/systemd/system/service.d/10-all.conf",
+                            "/usr/lib/systemd/system/foo-.service.d/20-prefix.conf",
+                            "/etc/systemd/system/foo-bar@.service.d/30-tmpl.conf",
+                            "/run/systemd/system/foo-bar@x.service.d/40-own.conf")
+    assert [a.value for a in unit.get_all("Service", "ExecStart")] == ["/bin/b"]
+    assert unit.get("Service", "Nice").value == "2"
+    assert _load_all(str(root))["gone.service"].masked
+
+
+def test_same_units_without_the_directory_listings(make_root, monkeypatch) -> None:
+    # the listings only skip lookups of names that are not there
+    root = make_root(FILES, links=LINKS)
+    fast = _load_all(str(root))
+    monkeypatch.setattr(systemd, "_dir_names", lambda host, d: None)
+    assert _load_all(str(root)) == fast
+
+
+def test_unlistable_unit_directory_falls_back(make_root, monkeypatch) -> None:
+    root = make_root(FILES)
+    real = Host.listdir
+
+    def listdir(self: Host, path: str) -> list[str]:
+        if path == "/lib/systemd/system":
+            raise HostError(f"{path}: Permission denied")
+        return real(self, path)
+
+    monkeypatch.setattr(Host, "listdir", listdir)
+    unit = _load_all(str(root))["foo-bar@x.service"]
+    assert unit.path == "/lib/systemd/system/foo-bar@.service"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_listing_is_read_once_per_directory(make_root, monkeypatch, name: str) -> None:
+    root = make_root(FILES)
+    host = Host(str(root))
+    calls: list[str] = []
+    real = Host.listdir
+    monkeypatch.setattr(Host, "listdir",
+                        lambda self, p: calls.append(p) or real(self, p))
+    systemd.load_unit(host, name)
+    systemd.load_unit(host, "other.service")
+    # each unit directory listed once per run; drop-in directories only where they exist
+    unit_dirs = [c for c in calls if c in systemd.UNIT_DIRS]
+    assert len(unit_dirs) == len(set(unit_dirs)) == len(systemd.UNIT_DIRS)
+    assert all(host.is_dir(c) for c in calls if c not in systemd.UNIT_DIRS)
