@@ -199,24 +199,9 @@ class Host:
         return out
 
     def _resolve(self, path: str, strict: bool) -> str:
-        parent, _, name = path.rstrip("/").rpartition("/")
-        pres = self._prefixes.get(parent) if name not in ("", ".", "..") else None
-        if pres is not None:
-            # fast path: the parent directory is already resolved; one lstat decides
-            cand = pres.rstrip("/") + "/" + name
-            try:
-                st = os.lstat(self.real(cand))
-            except FileNotFoundError:
-                if strict:
-                    raise NotFound(f"{path}: no such file or directory") from None
-                return cand
-            except OSError:
-                st = None
-            if st is not None and not stat.S_ISLNK(st.st_mode):
-                self._lstats[cand] = st
-                if stat.S_ISDIR(st.st_mode):
-                    self._prefixes[path.rstrip("/")] = cand
-                return cand
+        fast = self._resolve_fast(path, strict)
+        if fast is not None:
+            return fast
         original = _norm(path)
         cacheable = ".." not in original
         start = 0
@@ -274,6 +259,52 @@ class Host:
                 self._prefixes["/" + "/".join(original[:len(original) - left])] = \
                     "/" + "/".join(done)
         return "/" + "/".join(done)
+
+    def _resolve_fast(self, path: str, strict: bool) -> str | None:
+        """Resolve below the nearest already-resolved directory (a sysfs walk: 512 CPUs
+        x 10 idle states) with one ``lstat`` per new component and no other work, as long
+        as no component is a symlink and the path is plain (no ``.``, ``..``, ``//``);
+        ``None`` sends everything else to the full walk, which decides (and errs) alike."""
+        names: list[str] = []
+        head = path
+        prefixes = self._prefixes
+        while True:
+            head, _, name = head.rpartition("/")
+            if not name or name == "." or name == "..":
+                return None
+            names.append(name)
+            if not head:
+                base = ""
+                break
+            pres = prefixes.get(head)
+            if pres is not None:
+                base = "" if pres == "/" else pres
+                break
+        real = "" if self.is_real_root else self.root
+        n = len(names)
+        for i in range(n - 1, -1, -1):
+            cand = base + "/" + names[i]
+            try:
+                st = os.lstat(real + cand)
+            except FileNotFoundError:
+                if strict:
+                    raise NotFound(f"{path}: no such file or directory") from None
+                return cand + "".join("/" + names[j] for j in range(i - 1, -1, -1))
+            except OSError:
+                return None
+            mode = st.st_mode
+            if stat.S_ISLNK(mode):
+                return None
+            base = cand
+            if i:
+                if not stat.S_ISDIR(mode):
+                    return None
+                head = path.rsplit("/", i)[0]
+                prefixes[head] = cand
+        self._lstats[base] = st
+        if stat.S_ISDIR(st.st_mode):
+            prefixes[path] = base
+        return base
 
     # --------------------------------------------------------------- queries
     def lstat(self, path: str) -> os.stat_result:
@@ -423,7 +454,9 @@ class Host:
         return data
 
     def _read(self, path: str, limit: int) -> bytes:
-        resolved = self.resolve(path)
+        # the fast walk first, uncached: read_bytes caches the content itself
+        resolved = (path.startswith("/") and self._resolve_fast(path, True)) \
+            or self.resolve(path)
         real = self.real(resolved)
         st = self._lstats.pop(resolved, None)  # from the resolve just done: no 2nd lstat
         if st is None:
@@ -461,7 +494,7 @@ class Host:
                 total += len(chunk)
                 if total > limit:
                     raise TooLarge(f"{path}: over the {limit}-byte read cap")
-            return b"".join(chunks)
+            return chunks[0] if len(chunks) == 1 else b"".join(chunks)
         finally:
             os.close(fd)
 

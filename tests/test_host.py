@@ -287,3 +287,75 @@ def test_prefix_cache_gives_the_same_answers_as_a_cold_host(tmp_path) -> None:
             assert got == want, path
             checked += 1
     assert checked > 1000
+
+
+def _slow_host(root: Path) -> Host:
+    """A Host that always takes the full component-by-component walk."""
+    host = Host(str(root), live=True)
+    host._resolve_fast = lambda path, strict: None  # type: ignore[method-assign]
+    return host
+
+
+def test_fast_resolve_equals_the_full_walk(tmp_path) -> None:
+    """The one-lstat-per-new-component walk below a resolved directory gives the same
+    answer (value or error) as the full walk, for resolve, non-strict resolve and reads:
+    links to directories (relative, absolute, escaping), a file used as a directory, a
+    FIFO and a dangling link at depth."""
+    import itertools
+
+    root = tmp_path / "r"
+    d = root / "sys/devices/cpu0/cpuidle/state0"
+    d.mkdir(parents=True)
+    (d / "disable").write_text("0\n")
+    os.mkfifo(d / "fifo")
+    os.symlink("../../../../../../etc", root / "sys/devices/cpu0/esc")   # climbs out
+    os.symlink("/sys/devices/cpu0", root / "sys/devices/cpu1")           # re-rooted
+    os.symlink("cpuidle/state0", root / "sys/devices/cpu0/s")           # relative
+    os.symlink("/nowhere", root / "sys/devices/cpu0/dangling")
+    names = ["sys", "devices", "cpu0", "cpu1", "cpuidle", "state0", "disable", "fifo", "esc",
+             "s", "dangling", "missing", "..", "."]
+    warm = Host(str(root), live=True)
+    checked = 0
+    for n in range(1, 6):
+        for combo in itertools.product(names, repeat=n):
+            if n > 3 and combo[:2] != ("sys", "devices"):
+                continue
+            path = "/" + "/".join(combo)
+            slow = _slow_host(root)
+            for call in (lambda h: h.resolve(path), lambda h: h.resolve(path, strict=False),
+                         lambda h: h.read_bytes(path)):
+                try:
+                    want = call(slow)
+                except Exception as exc:
+                    want = type(exc)
+                try:
+                    got = _within(5, lambda c=call: c(warm))
+                except Exception as exc:
+                    got = type(exc)
+                assert got == want, path
+            checked += 1
+    assert checked > 3000
+
+
+def test_fast_resolve_refuses_a_link_that_escapes_below_a_resolved_dir(make_root) -> None:
+    root = make_root({"/sys/devices/cpu0/online": "1\n", "/etc/secret": "no\n"},
+                     links={"/sys/devices/cpu0/up": "../../../../../etc",
+                            "/sys/devices/cpu0/abs": "/etc"})
+    (tmp := root.parent / "outside-etc").mkdir()
+    (tmp / "secret").write_text("outside\n")
+    host = Host(str(root), live=True)
+    assert host.read_text("/sys/devices/cpu0/online") == "1\n"   # cpu0 now a resolved dir
+    with pytest.raises(PathEscape):
+        host.read_text("/sys/devices/cpu0/up/secret")
+    assert host.read_text("/sys/devices/cpu0/abs/secret") == "no\n"   # re-rooted
+    assert host.resolve("/sys/devices/cpu0/abs/secret") == "/etc/secret"
+
+
+def test_fast_resolve_never_opens_a_fifo_at_depth(make_root) -> None:
+    root = make_root({"/sys/devices/cpu0/cpuidle/state0/latency": "2\n"})
+    os.mkfifo(root / "sys/devices/cpu0/cpuidle/state0/disable")
+    host = Host(str(root), live=True)
+    assert host.read_text("/sys/devices/cpu0/cpuidle/state0/latency") == "2\n"
+    with pytest.raises(NotRegularFile, match="FIFO"):
+        _within(5, lambda: host.read_text("/sys/devices/cpu0/cpuidle/state0/disable"))
+    assert host.reads == 1
