@@ -322,8 +322,9 @@ def test_fast_resolve_equals_the_full_walk(tmp_path) -> None:
                 continue
             path = "/" + "/".join(combo)
             slow = _slow_host(root)
-            for call in (lambda h: h.resolve(path), lambda h: h.resolve(path, strict=False),
-                         lambda h: h.read_bytes(path)):
+            for call in (lambda h, p=path: h.resolve(p),
+                         lambda h, p=path: h.resolve(p, strict=False),
+                         lambda h, p=path: h.read_bytes(p)):
                 try:
                     want = call(slow)
                 except Exception as exc:
