@@ -107,6 +107,10 @@ def _cpufreq_state(host: Host) -> CpufreqState:
         problems.append(f"{CPU}/online: {exc}")
         online = ()
     policies = []
+    # scaling_driver shows the one registered driver (drivers/cpufreq/cpufreq.c
+    # show_scaling_driver: cpufreq_driver->name, a global), so it is read from the first
+    # policy that has it, not from each of 512
+    driver: str | None = None
     for name in host.listdir(CPUFREQ):
         if not re.fullmatch(r"policy\d+", name):
             continue
@@ -119,7 +123,9 @@ def _cpufreq_state(host: Host) -> CpufreqState:
             continue
         if not cpus:
             cpus = (int(name[6:]),)
-        policies.append(Policy(name, cpus, read_opt(host, f"{d}/scaling_driver") or "unknown",
+        if driver is None:
+            driver = read_opt(host, f"{d}/scaling_driver")
+        policies.append(Policy(name, cpus, driver or "unknown",
                                read_opt(host, f"{d}/scaling_governor"),
                                read_opt(host, f"{d}/energy_performance_preference"),
                                read_opt(host, f"{d}/boost")))
