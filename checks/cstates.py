@@ -33,7 +33,7 @@ from aiaudit.api import (
     Status,
     hookimpl,
 )
-from aiaudit.errors import HostError, NotFound, ParseError
+from aiaudit.errors import HostError, ParseError
 from aiaudit.host import Host
 from aiaudit.parsers import sysfs
 from aiaudit.records import record
@@ -95,71 +95,61 @@ def _driver_states(host: Host, base: str, listing: list[str]) -> list[tuple[str,
 
 
 def _qos(host: Host, c: int) -> int | None:
-    txt = read_opt(host, f"{CPU}/cpu{c}/power/pm_qos_resume_latency_us")
+    (raw,) = host.read_many([f"{CPU}/cpu{c}/power/pm_qos_resume_latency_us"])
+    txt = sysfs.attr(raw)
     return 0 if txt == "n/a" else (int(txt) if txt and txt.isdigit() and txt != "0" else None)
 
 
-def _cpu_idle(host: Host, c: int, states: list[tuple[str, str, int]], bound: int,
-              probe: bool) -> CpuIdle | None:
+def _cpu_idle(host: Host, c: int, states: list[tuple[str, str, int]], bound: int
+              ) -> CpuIdle:
     """CPU ``c`` with the driver's ``states``: ``disable`` of each state deeper than
-    ``bound`` and, when one of them is enabled, the PM QoS limit.  With ``probe`` (the
-    states were listed on another CPU) ``None`` when this CPU does not have them."""
+    ``bound`` and, when one of them is enabled, the PM QoS limit."""
     base = f"{CPU}/cpu{c}/cpuidle"
-    out = []
-    for st, name, lat in states:
-        dis = False
-        if lat > bound:
-            try:
-                dis = host.read_text(f"{base}/{st}/disable").strip() == "1"
-            except NotFound:
-                if probe:
-                    return None
-            except HostError:
-                pass
-            probe = False
-        out.append((st, name, lat, dis))
-    if probe and not host.is_dir(f"{base}/{states[0][0]}"):
-        return None
+    deep = [st for st, _, lat in states if lat > bound]
+    disable = dict(zip(deep, host.read_many([f"{base}/{st}/disable" for st in deep]),
+                       strict=True))
+    out = [(st, name, lat, lat > bound and sysfs.attr(disable[st]) == "1")
+           for st, name, lat in states]
     enabled_deep = any(lat > bound and not dis for _, _, lat, dis in out)
     return CpuIdle(c, tuple(out), _qos(host, c) if enabled_deep else None)
 
 
 def _idle_state(host: Host, bound: int) -> IdleState:
-    """One listing of ``cpuidle`` and ``name``/``latency`` per state for the first CPU only:
-    drivers/cpuidle/sysfs.c ``cpuidle_add_state_sysfs`` gives every CPU driven by one
+    """One listing of ``cpuidle`` per CPU, ``name``/``latency`` per state for the first CPU
+    only: drivers/cpuidle/sysfs.c ``cpuidle_add_state_sysfs`` gives every CPU driven by one
     cpuidle driver the directories ``state0`` .. ``state{drv->state_count - 1}``, whose
     ``name`` and ``latency`` show ``drv->states[i]`` (the driver's table), while
     ``disable`` shows the CPU's own ``states_usage[i]``.  So ``disable`` (deep states) and
     ``power/pm_qos_resume_latency_us`` are read per CPU, the rest once.  With
     ``CONFIG_CPU_IDLE_MULTIPLE_DRIVERS`` (ARM big.LITTLE: each CPU's ``cpuidle/driver/``
     directory exists, ``cpuidle_add_driver_sysfs``) CPUs may have different tables, so every
-    CPU is listed and read in full; so is a CPU whose layout differs from the first one's
+    CPU is read in full; so is a CPU whose ``stateN`` listing differs from the first one's
     (not a kernel layout, but a tree can be anything)."""
     driver = read_opt(host, f"{CPU}/cpuidle/current_driver")
     try:
         online = sysfs.parse_cpulist(read_opt(host, f"{CPU}/online") or "")
     except ParseError:
         online = []
+    # one listing resolves every cpuN directory (one lstat each otherwise)
+    cpu_dirs = host.listdir(CPU, resolve_dirs=True)
     if not online:
-        online = sorted(int(n[3:]) for n in host.listdir(CPU) if re.fullmatch(r"cpu\d+", n))
+        online = sorted(int(n[3:]) for n in cpu_dirs if re.fullmatch(r"cpu\d+", n))
     cpus: list[CpuIdle] = []
     shared: list[tuple[str, str, int]] | None = None
+    shared_dirs: list[str] = []
     for c in online:
-        if shared is not None:
-            one = _cpu_idle(host, c, shared, bound, probe=True)
-            if one is not None:
-                cpus.append(one)
-                continue
         base = f"{CPU}/cpu{c}/cpuidle"
-        listing = host.listdir(base)
+        listing = host.listdir(base, resolve_dirs=True)
+        dirs = [n for n in listing if n.startswith("state")]
+        if shared is not None and dirs == shared_dirs and "driver" not in listing:
+            cpus.append(_cpu_idle(host, c, shared, bound))
+            continue
         states = _driver_states(host, base, listing)
         if not states:
             continue
         if shared is None and "driver" not in listing:
-            shared = states
-        one = _cpu_idle(host, c, states, bound, probe=False)
-        if one is not None:
-            cpus.append(one)
+            shared, shared_dirs = states, dirs
+        cpus.append(_cpu_idle(host, c, states, bound))
     return IdleState(driver, tuple(cpus))
 
 

@@ -176,8 +176,9 @@ def test_scaling_driver_is_read_once_other_files_per_policy(make_root) -> None:
 
     host = Host(str(_intel(make_root, lambda c: "performance")), live=True)
     opened: list[str] = []
-    orig = host._read
-    host._read = lambda p, lim: (opened.append(p), orig(p, lim))[1]  # type: ignore[method-assign]
+    orig = host._read_regular
+    host._read_regular = (  # type: ignore[method-assign]
+        lambda p, real, lim: (opened.append(p), orig(p, real, lim))[1])
     state = cpufreq_state(host)
     assert state.drivers == "intel_pstate" and len(state.policies) == 128
     assert [p for p in opened if p.endswith("/scaling_driver")] == [

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from aiaudit import boot
 from aiaudit.host import Host
 from aiaudit.model import Aspect, Status
@@ -160,13 +162,13 @@ def _reads_of(host: Host, check: str = "cpu.cstates"):
     from aiaudit.plugins import registry
 
     opened: list[str] = []
-    orig = host._read
+    orig = host._read_regular
 
-    def spy(path: str, limit: int) -> bytes:
+    def spy(path: str, real: str, limit: int) -> bytes:
         opened.append(path)
-        return orig(path, limit)
+        return orig(path, real, limit)
 
-    host._read = spy  # type: ignore[method-assign]
+    host._read_regular = spy  # type: ignore[method-assign]
     (r,) = list(registry().checks[check].run(CheckContext(host=host, params=P)))
     return r, [o for o in opened if o.startswith(f"{CPU}/cpu") and "/cpu/cpu" in o]
 
@@ -222,3 +224,31 @@ def test_multiple_drivers_read_every_cpu(make_root) -> None:
     assert r.status is Status.FAIL
     assert "CPUs 0-1 can enter cpu-sleep (80 µs)" in r.message
     assert "CPUs 2-3 can enter cluster-sleep (900 µs), cpu-sleep (150 µs)" in r.message
+
+
+def test_live_sysfs_matches_a_full_per_cpu_read() -> None:
+    """Oracle on this machine's own /sys: the shared driver table and the per-CPU
+    ``disable`` values equal what reading every CPU's every file gives."""
+    import os
+    from pathlib import Path
+
+    from aiaudit.checks.cstates import idle_state
+
+    cpu0 = Path(CPU) / "cpu0/cpuidle"
+    if not (cpu0 / "state0").is_dir():
+        pytest.skip("no cpuidle states on this machine")
+    full = {}
+    for c in sorted(int(n[3:]) for n in os.listdir(CPU) if n[3:].isdigit()):
+        d = Path(CPU) / f"cpu{c}/cpuidle"
+        if not d.is_dir():
+            continue
+        full[c] = tuple(
+            (s.name, (s / "name").read_text().strip(), int((s / "latency").read_text()),
+             (s / "disable").read_text().strip() == "1")
+            for s in sorted(d.iterdir(), key=lambda p: p.name) if s.name.startswith("state"))
+    state = idle_state(Host("/", live=True), 0)   # bound 0: every state but POLL is deep
+    got = {c.cpu: tuple((s, n, lat, dis if lat > 0 else False) for s, n, lat, dis in c.states)
+           for c in state.cpus}
+    want = {c: tuple((s, n, lat, dis if lat > 0 else False) for s, n, lat, dis in st)
+            for c, st in full.items() if c in got}
+    assert got == want and got and set(got) <= set(full)
