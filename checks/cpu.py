@@ -107,11 +107,18 @@ def _cpufreq_state(host: Host) -> CpufreqState:
         problems.append(f"{CPU}/online: {exc}")
         online = ()
     policies = []
-    for name in host.listdir(CPUFREQ):
+    # scaling_driver shows the one registered driver (drivers/cpufreq/cpufreq.c
+    # show_scaling_driver: cpufreq_driver->name, a global), so it is read from the first
+    # policy that has it, not from each of 512
+    driver: str | None = None
+    for name in host.listdir(CPUFREQ, resolve_dirs=True):  # resolves every policyN at once
         if not re.fullmatch(r"policy\d+", name):
             continue
         d = f"{CPUFREQ}/{name}"
-        cpus_txt = read_opt(host, f"{d}/affected_cpus") or read_opt(host, f"{d}/related_cpus")
+        affected, gov, epp, boost = map(sysfs.attr, host.read_many(
+            [f"{d}/affected_cpus", f"{d}/scaling_governor",
+             f"{d}/energy_performance_preference", f"{d}/boost"]))
+        cpus_txt = affected or read_opt(host, f"{d}/related_cpus")
         try:
             cpus = tuple(int(x) for x in (cpus_txt or "").split())
         except ValueError:
@@ -119,10 +126,9 @@ def _cpufreq_state(host: Host) -> CpufreqState:
             continue
         if not cpus:
             cpus = (int(name[6:]),)
-        policies.append(Policy(name, cpus, read_opt(host, f"{d}/scaling_driver") or "unknown",
-                               read_opt(host, f"{d}/scaling_governor"),
-                               read_opt(host, f"{d}/energy_performance_preference"),
-                               read_opt(host, f"{d}/boost")))
+        if driver is None:
+            driver = read_opt(host, f"{d}/scaling_driver")
+        policies.append(Policy(name, cpus, driver or "unknown", gov, epp, boost))
     status = (read_opt(host, f"{CPU}/intel_pstate/status")
               or read_opt(host, f"{CPU}/amd_pstate/status"))
     return CpufreqState(online, tuple(policies), read_opt(host, f"{CPU}/intel_pstate/no_turbo"),

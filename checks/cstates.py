@@ -60,10 +60,12 @@ class CpuIdle:
     """Idle states of one CPU."""
 
     cpu: int
-    states: tuple[tuple[str, int, bool], ...]
-    """(state dir, latency µs, disabled)."""
+    states: tuple[tuple[str, str, int, bool], ...]
+    """(state dir, name, exit latency µs, disabled); ``disabled`` is read only for states
+    deeper than the bound (the only ones the rule looks at)."""
     qos_us: int | None
-    """Resume-latency limit (``None`` = no constraint)."""
+    """Resume-latency limit (``None`` = no constraint, or not read because no deep state of
+    this CPU is enabled)."""
 
 
 @record
@@ -72,47 +74,83 @@ class IdleState:
 
     driver: str | None
     cpus: tuple[CpuIdle, ...]
-    names: dict[str, str]
-    """state dir -> name (read once, from the first CPU that has it)."""
-
 
 
 def idle_state(host: Host, bound: int) -> IdleState:
-    """Read cpuidle once per run and bound (memoized): one listing per CPU, ``latency`` per
-    state, ``disable`` only for states deeper than ``bound``, ``name`` once per state."""
+    """Read cpuidle once per run and bound (memoized)."""
     return host.memo(("cpuidle", bound), lambda: _idle_state(host, bound))
 
 
+def _driver_states(host: Host, base: str, listing: list[str]) -> list[tuple[str, str, int]]:
+    """(dir, name, latency) of the ``stateN`` directories of one CPU's ``cpuidle``."""
+    out = []
+    for st in listing:
+        if not st.startswith("state"):
+            continue
+        lat = read_opt(host, f"{base}/{st}/latency")
+        if lat is None or not lat.isdigit():
+            continue
+        out.append((st, read_opt(host, f"{base}/{st}/name") or st, int(lat)))
+    return out
+
+
+def _qos(host: Host, c: int) -> int | None:
+    (raw,) = host.read_many([f"{CPU}/cpu{c}/power/pm_qos_resume_latency_us"])
+    txt = sysfs.attr(raw)
+    return 0 if txt == "n/a" else (int(txt) if txt and txt.isdigit() and txt != "0" else None)
+
+
+def _cpu_idle(host: Host, c: int, states: list[tuple[str, str, int]], bound: int
+              ) -> CpuIdle:
+    """CPU ``c`` with the driver's ``states``: ``disable`` of each state deeper than
+    ``bound`` and, when one of them is enabled, the PM QoS limit."""
+    base = f"{CPU}/cpu{c}/cpuidle"
+    deep = [st for st, _, lat in states if lat > bound]
+    disable = dict(zip(deep, host.read_many([f"{base}/{st}/disable" for st in deep]),
+                       strict=True))
+    out = [(st, name, lat, lat > bound and sysfs.attr(disable[st]) == "1")
+           for st, name, lat in states]
+    enabled_deep = any(lat > bound and not dis for _, _, lat, dis in out)
+    return CpuIdle(c, tuple(out), _qos(host, c) if enabled_deep else None)
+
+
 def _idle_state(host: Host, bound: int) -> IdleState:
+    """One listing of ``cpuidle`` per CPU, ``name``/``latency`` per state for the first CPU
+    only: drivers/cpuidle/sysfs.c ``cpuidle_add_state_sysfs`` gives every CPU driven by one
+    cpuidle driver the directories ``state0`` .. ``state{drv->state_count - 1}``, whose
+    ``name`` and ``latency`` show ``drv->states[i]`` (the driver's table), while
+    ``disable`` shows the CPU's own ``states_usage[i]``.  So ``disable`` (deep states) and
+    ``power/pm_qos_resume_latency_us`` are read per CPU, the rest once.  With
+    ``CONFIG_CPU_IDLE_MULTIPLE_DRIVERS`` (ARM big.LITTLE: each CPU's ``cpuidle/driver/``
+    directory exists, ``cpuidle_add_driver_sysfs``) CPUs may have different tables, so every
+    CPU is read in full; so is a CPU whose ``stateN`` listing differs from the first one's
+    (not a kernel layout, but a tree can be anything)."""
     driver = read_opt(host, f"{CPU}/cpuidle/current_driver")
     try:
         online = sysfs.parse_cpulist(read_opt(host, f"{CPU}/online") or "")
     except ParseError:
         online = []
+    # one listing resolves every cpuN directory (one lstat each otherwise)
+    cpu_dirs = host.listdir(CPU, resolve_dirs=True)
     if not online:
-        online = sorted(int(n[3:]) for n in host.listdir(CPU) if re.fullmatch(r"cpu\d+", n))
+        online = sorted(int(n[3:]) for n in cpu_dirs if re.fullmatch(r"cpu\d+", n))
     cpus: list[CpuIdle] = []
-    names: dict[str, str] = {}
+    shared: list[tuple[str, str, int]] | None = None
+    shared_dirs: list[str] = []
     for c in online:
         base = f"{CPU}/cpu{c}/cpuidle"
-        states = []
-        for st in host.listdir(base):
-            if not st.startswith("state"):
-                continue
-            lat = read_opt(host, f"{base}/{st}/latency")
-            if lat is None or not lat.isdigit():
-                continue
-            if st not in names:
-                names[st] = read_opt(host, f"{base}/{st}/name") or st
-            deep = int(lat) > bound
-            states.append((st, int(lat),
-                           deep and read_opt(host, f"{base}/{st}/disable") == "1"))
-        qos_txt = read_opt(host, f"{CPU}/cpu{c}/power/pm_qos_resume_latency_us")
-        qos = 0 if qos_txt == "n/a" else (int(qos_txt) if qos_txt and qos_txt.isdigit()
-                                          and qos_txt != "0" else None)
-        if states:
-            cpus.append(CpuIdle(c, tuple(states), qos))
-    return IdleState(driver, tuple(cpus), names)
+        listing = host.listdir(base, resolve_dirs=True)
+        dirs = [n for n in listing if n.startswith("state")]
+        if shared is not None and dirs == shared_dirs and "driver" not in listing:
+            cpus.append(_cpu_idle(host, c, shared, bound))
+            continue
+        states = _driver_states(host, base, listing)
+        if not states:
+            continue
+        if shared is None and "driver" not in listing:
+            shared, shared_dirs = states, dirs
+        cpus.append(_cpu_idle(host, c, states, bound))
+    return IdleState(driver, tuple(cpus))
 
 
 # ------------------------------------------------------------------ cmdline mechanisms
@@ -231,9 +269,10 @@ def run(ctx: CheckContext) -> Iterator[Result]:
             usable: dict[tuple[str, ...], list[int]] = {}
             mech: set[str] = set()
             for c in state.cpus:
-                deep = [(s, lat, dis) for s, lat, dis in c.states if lat > bound]
                 left = []
-                for s, lat, dis in deep:
+                for _, name, lat, dis in c.states:
+                    if lat <= bound:
+                        continue
                     if dis:
                         mech.add("disabled in cpuidle/stateN/disable")
                     elif c.qos_us is not None and lat > c.qos_us and c.qos_us <= bound:
@@ -241,10 +280,10 @@ def run(ctx: CheckContext) -> Iterator[Result]:
                     elif tuned_running:
                         mech.add(tl[1] if tl else "tuned")
                     else:
-                        left.append(f"{state.names.get(s, s)} ({lat} µs)")
+                        left.append(f"{name} ({lat} µs)")
                 if left:
                     usable.setdefault(tuple(left), []).append(c.cpu)
-            any_deep = any(lat > bound for c in state.cpus for _, lat, _ in c.states)
+            any_deep = any(lat > bound for c in state.cpus for _, _, lat, _ in c.states)
             if not any_deep and proc is not None:
                 held, why = cmdline_limit(proc, max_cs, driver)
                 if held:

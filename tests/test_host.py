@@ -287,3 +287,157 @@ def test_prefix_cache_gives_the_same_answers_as_a_cold_host(tmp_path) -> None:
             assert got == want, path
             checked += 1
     assert checked > 1000
+
+
+def _slow_host(root: Path) -> Host:
+    """A Host that always takes the full component-by-component walk."""
+    host = Host(str(root), live=True)
+    host._resolve_fast = lambda path, strict: None  # type: ignore[method-assign]
+    return host
+
+
+def test_fast_resolve_equals_the_full_walk(tmp_path) -> None:
+    """The one-lstat-per-new-component walk below a resolved directory gives the same
+    answer (value or error) as the full walk, for resolve, non-strict resolve and reads:
+    links to directories (relative, absolute, escaping), a file used as a directory, a
+    FIFO and a dangling link at depth."""
+    import itertools
+
+    root = tmp_path / "r"
+    d = root / "sys/devices/cpu0/cpuidle/state0"
+    d.mkdir(parents=True)
+    (d / "disable").write_text("0\n")
+    os.mkfifo(d / "fifo")
+    os.symlink("../../../../../../etc", root / "sys/devices/cpu0/esc")   # climbs out
+    os.symlink("/sys/devices/cpu0", root / "sys/devices/cpu1")           # re-rooted
+    os.symlink("cpuidle/state0", root / "sys/devices/cpu0/s")           # relative
+    os.symlink("/nowhere", root / "sys/devices/cpu0/dangling")
+    names = ["sys", "devices", "cpu0", "cpu1", "cpuidle", "state0", "disable", "fifo", "esc",
+             "s", "dangling", "missing", "..", "."]
+    warm = Host(str(root), live=True)
+    checked = 0
+    for n in range(1, 6):
+        for combo in itertools.product(names, repeat=n):
+            if n > 3 and combo[:2] != ("sys", "devices"):
+                continue
+            path = "/" + "/".join(combo)
+            slow = _slow_host(root)
+            for call in (lambda h, p=path: h.resolve(p),
+                         lambda h, p=path: h.resolve(p, strict=False),
+                         lambda h, p=path: h.read_bytes(p)):
+                try:
+                    want = call(slow)
+                except Exception as exc:
+                    want = type(exc)
+                try:
+                    got = _within(5, lambda c=call: c(warm))
+                except Exception as exc:
+                    got = type(exc)
+                assert got == want, path
+            checked += 1
+    assert checked > 3000
+
+
+def test_fast_resolve_refuses_a_link_that_escapes_below_a_resolved_dir(make_root) -> None:
+    root = make_root({"/sys/devices/cpu0/online": "1\n", "/etc/secret": "no\n"},
+                     links={"/sys/devices/cpu0/up": "../../../../../etc",
+                            "/sys/devices/cpu0/abs": "/etc"})
+    (tmp := root.parent / "outside-etc").mkdir()
+    (tmp / "secret").write_text("outside\n")
+    host = Host(str(root), live=True)
+    assert host.read_text("/sys/devices/cpu0/online") == "1\n"   # cpu0 now a resolved dir
+    with pytest.raises(PathEscape):
+        host.read_text("/sys/devices/cpu0/up/secret")
+    assert host.read_text("/sys/devices/cpu0/abs/secret") == "no\n"   # re-rooted
+    assert host.resolve("/sys/devices/cpu0/abs/secret") == "/etc/secret"
+
+
+def test_fast_resolve_never_opens_a_fifo_at_depth(make_root) -> None:
+    root = make_root({"/sys/devices/cpu0/cpuidle/state0/latency": "2\n"})
+    os.mkfifo(root / "sys/devices/cpu0/cpuidle/state0/disable")
+    host = Host(str(root), live=True)
+    assert host.read_text("/sys/devices/cpu0/cpuidle/state0/latency") == "2\n"
+    with pytest.raises(NotRegularFile, match="FIFO"):
+        _within(5, lambda: host.read_text("/sys/devices/cpu0/cpuidle/state0/disable"))
+    assert host.reads == 1
+
+
+def _hostile_tree(tmp_path: Path) -> Path:
+    root = tmp_path / "h"
+    d = root / "sys/devices/cpu0"
+    (d / "cpuidle/state0").mkdir(parents=True)
+    (d / "cpuidle/state0/disable").write_text("0\n")
+    (d / "online").write_text("1\n")
+    (d / "big").write_text("x" * 100)
+    (d / "empty").write_text("")
+    os.mkfifo(d / "fifo")
+    os.symlink("online", d / "link")                        # to a file, relative
+    os.symlink("/etc", d / "etcdir")                        # re-rooted directory
+    os.symlink("../../../../../../../etc", d / "up")        # climbs out of the root
+    (root / "etc").mkdir()
+    (root / "etc/passwd").write_text("root-in-tree\n")
+    return root
+
+
+def test_read_many_equals_read_bytes(tmp_path) -> None:
+    """Every outcome of read_many (value or error in place) is what read_bytes gives for
+    the same path, on a hostile tree, with directories resolved before or not."""
+    root = _hostile_tree(tmp_path)
+    d = "/sys/devices/cpu0"
+    paths = [f"{d}/online", f"{d}/big", f"{d}/empty", f"{d}/fifo", f"{d}/link",
+             f"{d}/etcdir/passwd", f"{d}/up/passwd", f"{d}/cpuidle/state0/disable",
+             f"{d}/cpuidle/state0", f"{d}/missing", f"{d}/nodir/x", f"{d}/online/x",
+             f"{d}/./online", f"{d}/../cpu0/online", "relative/x", "/etc/passwd"]
+    for warm in (False, True):
+        ref = _slow_host(root)
+        ref.read_cap = 50
+        fast = Host(str(root), live=True, read_cap=50)
+        if warm:
+            fast.listdir(d, resolve_dirs=True)
+            fast.listdir(f"{d}/cpuidle", resolve_dirs=True)
+        want = []
+        for p in paths:
+            try:
+                want.append(ref.read_bytes(p))
+            except HostError as exc:
+                want.append(type(exc))
+        got = _within(5, lambda h=fast: h.read_many(paths + paths))   # 2nd half: cached
+        assert [g if isinstance(g, bytes) else type(g) for g in got] == want + want
+        assert fast.reads == ref.reads
+    with pytest.raises(PathEscape):
+        fast.read_bytes(f"{d}/up/passwd")                 # the error is cached as well
+    offline = Host(str(root)).read_many([f"{d}/online"])
+    assert isinstance(offline[0], LiveStateUnavailable)
+
+
+def test_listdir_resolve_dirs_remembers_only_real_directories(tmp_path) -> None:
+    root = _hostile_tree(tmp_path)
+    d = "/sys/devices/cpu0"
+    host = Host(str(root), live=True)
+    assert host.listdir(d, resolve_dirs=True) == Host(str(root), live=True).listdir(d)
+    assert host._prefixes[f"{d}/cpuidle"] == f"{d}/cpuidle"
+    assert f"{d}/etcdir" not in host._prefixes and f"{d}/up" not in host._prefixes
+    # below a remembered directory: one lstat; through a link: re-rooted or refused
+    assert host.read_many([f"{d}/cpuidle/state0/disable"]) == [b"0\n"]
+    assert host.read_text(f"{d}/etcdir/passwd") == "root-in-tree\n"
+    with pytest.raises(PathEscape):
+        host.read_text(f"{d}/up/passwd")
+    assert host.listdir("/nowhere", resolve_dirs=True) == []
+    assert host.listdir(f"{d}/online", resolve_dirs=True) == []
+
+
+def test_reads_whole_files_of_any_kind(tmp_path) -> None:
+    """A file is read to its end whatever its size says: on-disk files (size exact),
+    procfs (size 0, more than one read) and the size cap at the boundary."""
+    root = tmp_path / "r"
+    root.mkdir()
+    for n in (0, 1, 65535, 65536, 65537, 200_000):
+        (root / f"f{n}").write_bytes(b"x" * n)
+        assert Host(str(root)).read_bytes(f"/f{n}") == b"x" * n
+    with pytest.raises(TooLarge):
+        Host(str(root), read_cap=65535).read_bytes("/f65536")
+    assert Host(str(root), read_cap=65536).read_bytes("/f65536") == b"x" * 65536
+    if Path("/proc/self/mountinfo").exists():
+        host = Host("/", live=True)
+        assert host.read_text("/proc/self/mountinfo") == \
+            Path("/proc/self/mountinfo").read_text()

@@ -78,6 +78,15 @@ def parse_cpulist(text: str) -> list[int]:
     return sorted(out)
 
 
+def attr(value: bytes | Exception) -> str | None:
+    """One attribute as :meth:`aiaudit.host.Host.read_many` gives it -> its stripped text
+    (undecodable bytes replaced), or ``None`` for an error in its place (absent or
+    unreadable: the same answer as ``tuning.read_opt`` for one path)."""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace").strip()
+    return None
+
+
 def format_cpulist(cpus: Iterable[int]) -> str:
     """CPU numbers -> compact list ``"0-31,64-95"`` (the kernel's ``%*pbl`` format)."""
     nums = sorted(set(cpus))

@@ -168,3 +168,24 @@ def test_governor_remediation_names_the_wrong_boot_setting(make_root) -> None:
     assert r.status is Status.FAIL and "g.service" in r.message
     assert "g.service (etc/systemd/system/g.service:2) sets powersave: change it" in \
         r.remediation.manual
+
+
+def test_scaling_driver_is_read_once_other_files_per_policy(make_root) -> None:
+    # cpufreq.c show_scaling_driver prints the one global cpufreq_driver's name
+    from aiaudit.checks.cpu import cpufreq_state
+
+    host = Host(str(_intel(make_root, lambda c: "performance")), live=True)
+    opened: list[str] = []
+    orig = host._read_regular
+    host._read_regular = (  # type: ignore[method-assign]
+        lambda p, real, lim: (opened.append(p), orig(p, real, lim))[1])
+    state = cpufreq_state(host)
+    assert state.drivers == "intel_pstate" and len(state.policies) == 128
+    assert [p for p in opened if p.endswith("/scaling_driver")] == [
+        f"{CPU}/cpufreq/policy0/scaling_driver"]
+    assert sum(p.endswith("/scaling_governor") for p in opened) == 128
+    # a policy without the file (not a kernel layout) does not stop the others
+    files = cpufreq(2, "acpi-cpufreq", lambda c: "performance")
+    del files[f"{CPU}/cpufreq/policy0/scaling_driver"]
+    state = cpufreq_state(Host(str(make_root(files)), live=True))
+    assert [p.driver for p in state.policies] == ["unknown", "acpi-cpufreq"]

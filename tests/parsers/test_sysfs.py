@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from aiaudit.errors import ParseError
+from aiaudit.errors import HostError, NotFound, ParseError
 from aiaudit.parsers import sysfs
 
 
@@ -71,3 +71,16 @@ def test_never_crashes(text: str) -> None:
             fn(text)
         except ParseError:
             pass
+
+
+@given(st.one_of(st.binary(max_size=64), st.just(NotFound("x")), st.just(HostError("y"))))
+def test_attr_never_raises(value) -> None:
+    out = sysfs.attr(value)
+    assert (out is None) == (not isinstance(value, bytes))
+    assert out is None or out == out.strip()
+
+
+def test_attr_strips_and_replaces() -> None:
+    assert sysfs.attr(b" 1\n") == "1"
+    assert sysfs.attr(b"\xff0\n") == "\ufffd0"
+    assert sysfs.attr(NotFound("gone")) is None
