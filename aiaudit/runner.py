@@ -57,6 +57,8 @@ class ScanOptions:
 
 @record(frozen=False)
 class _Slot:
+    """Where a rule's worker leaves its results (or the exception, with ``reraise``)."""
+
     results: list[Result] | None = None
     error: BaseException | None = None
     done: threading.Event = field(default_factory=threading.Event)
