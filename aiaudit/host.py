@@ -283,9 +283,10 @@ class Host:
                 return None
             if stat.S_ISLNK(st.st_mode):
                 return None
-            self._lstats[cand] = st
             if stat.S_ISDIR(st.st_mode):
                 prefixes[path] = cand
+            else:  # for the read that follows (a directory is never read)
+                self._lstats[cand] = st
             return cand
         names: list[str] = []
         head = path
@@ -321,9 +322,10 @@ class Host:
                     return None
                 head = path.rsplit("/", i)[0]
                 prefixes[head] = cand
-        self._lstats[base] = st
         if stat.S_ISDIR(st.st_mode):
             prefixes[path] = base
+        else:
+            self._lstats[base] = st
         return base
 
     # --------------------------------------------------------------- queries
