@@ -585,13 +585,14 @@ class Host:
                 got = None
             head, _, name = path.rpartition("/")
             pres = prefixes.get(head)
-            if pres is None and head.startswith("/") and (live or not path.startswith(LIVE)):
+            if not live and path.startswith(LIVE):
+                pres = None      # read_bytes refuses it
+            elif pres is None and head.startswith("/"):
                 try:  # a new directory: the fast walk resolves (and remembers) it
                     pres = self._resolve_fast(head, True) and prefixes.get(head)
                 except NotFound:
                     got = NotFound(f"{path}: no such file or directory")
-            if pres is not None and name and name != "." and name != ".." \
-                    and (live or not path.startswith(LIVE)):
+            if pres is not None and name and name != "." and name != "..":
                 real = rp + (pres if pres != "/" else "") + "/" + name
                 try:
                     st = os.lstat(real)
@@ -606,8 +607,7 @@ class Host:
                     except HostError as exc:
                         got = exc
             if got is not None:
-                with self._lock:
-                    cache[path] = got
+                cache[path] = got    # one dict store: atomic, no lock needed
                 add(got)
                 continue
             try:
