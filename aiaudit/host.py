@@ -565,10 +565,11 @@ class Host:
         """What :meth:`read_bytes` gives for each of ``paths``, the error in place of the
         content (an absent sysfs attribute is a :class:`NotFound` value, not an exception to
         unwind), with less work per file: a batch of small attributes (512 CPUs) costs its
-        system calls and little else.  Same guarantees and the same cache: a path whose
-        directory is resolved takes one ``lstat`` (not a symlink, a regular file within the
-        cap) and the checked open; anything else (a symlink, a special file, a new
-        directory, an offline /sys) goes through :meth:`read_bytes` itself."""
+        system calls and little else.  Same guarantees and the same cache: below a
+        resolved directory (or one the fast walk resolves now) a file takes one ``lstat``
+        (not a symlink, a regular file within the cap) and the checked open; anything else
+        (a symlink on the way, ``..``, a special file, the cap, /sys in an offline scan)
+        goes through :meth:`read_bytes` itself."""
         limit = self.read_cap if cap is None else cap
         cache = self._bytes
         prefixes = self._prefixes
