@@ -283,9 +283,10 @@ class Host:
                 return None
             if stat.S_ISLNK(st.st_mode):
                 return None
-            self._lstats[cand] = st
             if stat.S_ISDIR(st.st_mode):
                 prefixes[path] = cand
+            else:  # for the read that follows (a directory is never read)
+                self._lstats[cand] = st
             return cand
         names: list[str] = []
         head = path
@@ -321,9 +322,10 @@ class Host:
                     return None
                 head = path.rsplit("/", i)[0]
                 prefixes[head] = cand
-        self._lstats[base] = st
         if stat.S_ISDIR(st.st_mode):
             prefixes[path] = base
+        else:
+            self._lstats[base] = st
         return base
 
     # --------------------------------------------------------------- queries
@@ -563,10 +565,11 @@ class Host:
         """What :meth:`read_bytes` gives for each of ``paths``, the error in place of the
         content (an absent sysfs attribute is a :class:`NotFound` value, not an exception to
         unwind), with less work per file: a batch of small attributes (512 CPUs) costs its
-        system calls and little else.  Same guarantees and the same cache: a path whose
-        directory is resolved takes one ``lstat`` (not a symlink, a regular file within the
-        cap) and the checked open; anything else (a symlink, a special file, a new
-        directory, an offline /sys) goes through :meth:`read_bytes` itself."""
+        system calls and little else.  Same guarantees and the same cache: below a
+        resolved directory (or one the fast walk resolves now) a file takes one ``lstat``
+        (not a symlink, a regular file within the cap) and the checked open; anything else
+        (a symlink on the way, ``..``, a special file, the cap, /sys in an offline scan)
+        goes through :meth:`read_bytes` itself."""
         limit = self.read_cap if cap is None else cap
         cache = self._bytes
         prefixes = self._prefixes
@@ -583,13 +586,14 @@ class Host:
                 got = None
             head, _, name = path.rpartition("/")
             pres = prefixes.get(head)
-            if pres is None and head.startswith("/") and (live or not path.startswith(LIVE)):
+            if not live and path.startswith(LIVE):
+                pres = None      # read_bytes refuses it
+            elif pres is None and head.startswith("/"):
                 try:  # a new directory: the fast walk resolves (and remembers) it
                     pres = self._resolve_fast(head, True) and prefixes.get(head)
                 except NotFound:
                     got = NotFound(f"{path}: no such file or directory")
-            if pres is not None and name and name != "." and name != ".." \
-                    and (live or not path.startswith(LIVE)):
+            if pres is not None and name and name != "." and name != "..":
                 real = rp + (pres if pres != "/" else "") + "/" + name
                 try:
                     st = os.lstat(real)
@@ -604,8 +608,7 @@ class Host:
                     except HostError as exc:
                         got = exc
             if got is not None:
-                with self._lock:
-                    cache[path] = got
+                cache[path] = got    # one dict store: atomic, no lock needed
                 add(got)
                 continue
             try:

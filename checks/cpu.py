@@ -57,6 +57,9 @@ NO_CPUFREQ = ("no cpufreq: /sys/devices/system/cpu/cpufreq has no policy directo
 ACTIVE_EPP_DRIVERS = ("intel_pstate", "amd-pstate-epp")
 """Drivers whose ``performance`` policy forces EPP to performance (intel_pstate.rst,
 amd-pstate.c ``amd_pstate_epp_update_limit``)."""
+POLICY = re.compile(r"policy\d+")
+POLICY_FILES = ("affected_cpus", "scaling_governor", "energy_performance_preference", "boost")
+"""Per-policy attributes read (cpufreq.rst; ``boost`` per policy since 6.11)."""
 CPUPOWER_CONFIGS = ("/etc/sysconfig/cpupower", "/etc/default/cpupower",
                     "/etc/cpupower-service.conf")
 
@@ -111,13 +114,13 @@ def _cpufreq_state(host: Host) -> CpufreqState:
     # show_scaling_driver: cpufreq_driver->name, a global), so it is read from the first
     # policy that has it, not from each of 512
     driver: str | None = None
-    for name in host.listdir(CPUFREQ, resolve_dirs=True):  # resolves every policyN at once
-        if not re.fullmatch(r"policy\d+", name):
-            continue
+    # one listing resolves every policyN directory; their files are read in one batch
+    names = [n for n in host.listdir(CPUFREQ, resolve_dirs=True) if POLICY.fullmatch(n)]
+    raw = iter(map(sysfs.attr, host.read_many(
+        [f"{CPUFREQ}/{name}/{f}" for name in names for f in POLICY_FILES])))
+    for name in names:
         d = f"{CPUFREQ}/{name}"
-        affected, gov, epp, boost = map(sysfs.attr, host.read_many(
-            [f"{d}/affected_cpus", f"{d}/scaling_governor",
-             f"{d}/energy_performance_preference", f"{d}/boost"]))
+        affected, gov, epp, boost = (next(raw) for _ in POLICY_FILES)
         cpus_txt = affected or read_opt(host, f"{d}/related_cpus")
         try:
             cpus = tuple(int(x) for x in (cpus_txt or "").split())

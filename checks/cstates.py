@@ -94,24 +94,24 @@ def _driver_states(host: Host, base: str, listing: list[str]) -> list[tuple[str,
     return out
 
 
-def _qos(host: Host, c: int) -> int | None:
-    (raw,) = host.read_many([f"{CPU}/cpu{c}/power/pm_qos_resume_latency_us"])
+def _qos(raw: bytes | HostError) -> int | None:
     txt = sysfs.attr(raw)
     return 0 if txt == "n/a" else (int(txt) if txt and txt.isdigit() and txt != "0" else None)
 
 
-def _cpu_idle(host: Host, c: int, states: list[tuple[str, str, int]], bound: int
-              ) -> CpuIdle:
-    """CPU ``c`` with the driver's ``states``: ``disable`` of each state deeper than
-    ``bound`` and, when one of them is enabled, the PM QoS limit."""
-    base = f"{CPU}/cpu{c}/cpuidle"
-    deep = [st for st, _, lat in states if lat > bound]
-    disable = dict(zip(deep, host.read_many([f"{base}/{st}/disable" for st in deep]),
-                       strict=True))
-    out = [(st, name, lat, lat > bound and sysfs.attr(disable[st]) == "1")
-           for st, name, lat in states]
-    enabled_deep = any(lat > bound and not dis for _, _, lat, dis in out)
-    return CpuIdle(c, tuple(out), _qos(host, c) if enabled_deep else None)
+def _cpus_idle(host: Host, table: list[tuple[int, list[tuple[str, str, int]]]], bound: int
+               ) -> list[CpuIdle]:
+    """Each (CPU, its driver's states): ``disable`` of each state deeper than ``bound``
+    and, where one of them is enabled, the PM QoS limit (two batches of reads)."""
+    paths = [f"{CPU}/cpu{c}/cpuidle/{st}/disable"
+             for c, states in table for st, _, lat in states if lat > bound]
+    raw = iter(host.read_many(paths))
+    rows = [(c, tuple((st, name, lat, lat > bound and sysfs.attr_is(next(raw), "1"))
+                      for st, name, lat in states)) for c, states in table]
+    want_qos = [c for c, out in rows if any(lat > bound and not dis for _, _, lat, dis in out)]
+    qos = dict(zip(want_qos, host.read_many(
+        [f"{CPU}/cpu{c}/power/pm_qos_resume_latency_us" for c in want_qos]), strict=True))
+    return [CpuIdle(c, out, _qos(qos[c]) if c in qos else None) for c, out in rows]
 
 
 def _idle_state(host: Host, bound: int) -> IdleState:
@@ -134,7 +134,7 @@ def _idle_state(host: Host, bound: int) -> IdleState:
     cpu_dirs = host.listdir(CPU, resolve_dirs=True)
     if not online:
         online = sorted(int(n[3:]) for n in cpu_dirs if re.fullmatch(r"cpu\d+", n))
-    cpus: list[CpuIdle] = []
+    table: list[tuple[int, list[tuple[str, str, int]]]] = []
     shared: list[tuple[str, str, int]] | None = None
     shared_dirs: list[str] = []
     for c in online:
@@ -142,15 +142,15 @@ def _idle_state(host: Host, bound: int) -> IdleState:
         listing = host.listdir(base, resolve_dirs=True)
         dirs = [n for n in listing if n.startswith("state")]
         if shared is not None and dirs == shared_dirs and "driver" not in listing:
-            cpus.append(_cpu_idle(host, c, shared, bound))
+            table.append((c, shared))
             continue
         states = _driver_states(host, base, listing)
         if not states:
             continue
         if shared is None and "driver" not in listing:
             shared, shared_dirs = states, dirs
-        cpus.append(_cpu_idle(host, c, states, bound))
-    return IdleState(driver, tuple(cpus))
+        table.append((c, states))
+    return IdleState(driver, tuple(_cpus_idle(host, table, bound)))
 
 
 # ------------------------------------------------------------------ cmdline mechanisms

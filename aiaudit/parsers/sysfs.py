@@ -87,6 +87,14 @@ def attr(value: bytes | Exception) -> str | None:
     return None
 
 
+def attr_is(value: bytes | Exception, text: str) -> bool:
+    """``attr(value) == text``, without decoding the usual one ASCII word and newline
+    (``b"0\\n"``: nothing to strip or replace in it)."""
+    if isinstance(value, bytes) and value[-1:] == b"\n" and value[:-1].isalnum():
+        return value[:-1] == text.encode()
+    return attr(value) == text
+
+
 def format_cpulist(cpus: Iterable[int]) -> str:
     """CPU numbers -> compact list ``"0-31,64-95"`` (the kernel's ``%*pbl`` format)."""
     nums = sorted(set(cpus))

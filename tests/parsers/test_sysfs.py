@@ -84,3 +84,10 @@ def test_attr_strips_and_replaces() -> None:
     assert sysfs.attr(b" 1\n") == "1"
     assert sysfs.attr(b"\xff0\n") == "\ufffd0"
     assert sysfs.attr(NotFound("gone")) is None
+
+
+@given(st.one_of(st.binary(max_size=16), st.just(b"1\n"), st.just(b"0\n"), st.just(b" 1 \n"),
+                 st.just(b"1\x1c\n"), st.just(HostError("y"))),
+       st.sampled_from(["1", "0", "n/a", "", "performance"]))
+def test_attr_is_equals_attr(value, text) -> None:
+    assert sysfs.attr_is(value, text) == (sysfs.attr(value) == text)
