@@ -76,3 +76,31 @@ def test_listing_is_read_once_per_directory(make_root, monkeypatch, name: str) -
     unit_dirs = [c for c in calls if c in systemd.UNIT_DIRS]
     assert len(unit_dirs) == len(set(unit_dirs)) == len(systemd.UNIT_DIRS)
     assert all(host.is_dir(c) for c in calls if c not in systemd.UNIT_DIRS)
+
+
+def test_is_enabled_from_one_listing_of_the_wants_dirs(make_root, monkeypatch) -> None:
+    root = make_root({"lib/systemd/system/a.service": "", "lib/systemd/system/t@.service": ""},
+                     links={"etc/systemd/system/multi-user.target.wants/a.service":
+                            "/lib/systemd/system/a.service",
+                            "lib/systemd/system/sysinit.target.wants/t@.service":
+                            "../t@.service",
+                            "etc/systemd/system/gone.target.requires/d.service": "/nowhere",
+                            "etc/systemd/system/m.service": "/dev/null"})
+    host = Host(str(root))
+    got = {n: systemd.is_enabled(host, n)
+           for n in ("a.service", "t@x.service", "d.service", "m.service", "b.service")}
+    assert got["a.service"].enabled and "multi-user.target" in got["a.service"].reason
+    assert got["t@x.service"].evidence == "/lib/systemd/system/sysinit.target.wants/t@.service"
+    assert got["d.service"].enabled  # a dangling link still enables (lstat, not stat)
+    assert got["m.service"].masked and not got["b.service"].enabled
+    # a wants directory that cannot be listed is probed entry by entry, as before
+    real = Host.listdir
+
+    def listdir(self: Host, path: str) -> list[str]:
+        if path.endswith(".wants"):
+            raise HostError(f"{path}: Permission denied")
+        return real(self, path)
+
+    monkeypatch.setattr(Host, "listdir", listdir)
+    host = Host(str(root))
+    assert {n: systemd.is_enabled(host, n) for n in got} == got
