@@ -81,14 +81,13 @@ def boot_commands(host: Host) -> tuple[list[BootCommand], list[str]]:
 
 
 def _wanted_services(host: Host) -> list[str]:
-    names: list[str] = []
     for d in systemd.ENABLE_DIRS:
-        for sub in host.listdir(d):
-            if not sub.endswith((".wants", ".requires", ".upholds")):
-                continue
-            for n in host.listdir(f"{d}/{sub}"):
-                if n.endswith(".service") and n not in names:
-                    names.append(n)
+        host.listdir(d)  # an unreadable unit directory is an error here (HostError)
+    names: list[str] = []
+    for d, sub, entries in systemd.wants_dirs(host):
+        for n in host.listdir(f"{d}/{sub}") if entries is None else entries:
+            if n.endswith(".service") and n not in names:
+                names.append(n)
     return names
 
 

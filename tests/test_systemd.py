@@ -104,3 +104,24 @@ def test_is_enabled_from_one_listing_of_the_wants_dirs(make_root, monkeypatch) -
     monkeypatch.setattr(Host, "listdir", listdir)
     host = Host(str(root))
     assert {n: systemd.is_enabled(host, n) for n in got} == got
+
+
+def test_boot_services_from_the_wants_listings(make_root, monkeypatch) -> None:
+    from aiaudit import tuning
+
+    root = make_root({"lib/systemd/system/a.service": "", "lib/systemd/system/b.service": ""},
+                     links={"etc/systemd/system/multi-user.target.wants/b.service": "/x",
+                            "etc/systemd/system/multi-user.target.wants/a.timer": "/x",
+                            "lib/systemd/system/sysinit.target.wants/a.service": "/x",
+                            "lib/systemd/system/sysinit.target.wants/b.service": "/x"})
+    assert tuning._wanted_services(Host(str(root))) == ["b.service", "a.service"]
+    real = Host.listdir
+
+    def listdir(self: Host, path: str) -> list[str]:
+        if path == "/lib/systemd/system":
+            raise HostError(f"{path}: Permission denied")
+        return real(self, path)
+
+    monkeypatch.setattr(Host, "listdir", listdir)
+    with pytest.raises(HostError):  # an unreadable unit directory stays an error
+        tuning._wanted_services(Host(str(root)))
