@@ -432,8 +432,11 @@ def user_side(host: Host) -> UserSide:
 def _libs_in(host: Host, d: str, stem: str) -> tuple[Lib | None, list[Lib]]:
     """(the library the ``.so.1`` link in ``d`` selects, every versioned file in ``d``)."""
     compat = _is_compat_dir(d)
+    # one listing per directory and run: it is asked for each stem, and the multiarch
+    # library directory holds a thousand names
+    names = host.memo(("gpu-listdir", d), lambda: host.listdir(d))
     files = [Lib(stem, v, f"{d}/{n}", None, compat)
-             for n in host.listdir(d) if (v := nvidia.lib_version(n, stem))
+             for n in names if (v := nvidia.lib_version(n, stem))
              and host.is_file(f"{d}/{n}")]
     link = f"{d}/{stem}.1"
     target = host.readlink(link)
