@@ -110,10 +110,22 @@ def _boot_commands(host: Host) -> tuple[list[BootCommand], list[str]]:
     return out, problems
 
 
+_SHELL_QUOTING = frozenset("'\"\\")
+_SHLEX_SPACE = re.compile(r"[ \t\r\n]+")
+
+
+def _words(text: str) -> list[str]:
+    """``shlex.split(text)``; without quotes or backslashes it only splits on shlex's
+    whitespace (`` \t\r\n``), done here without shlex's character-by-character loop."""
+    if _SHELL_QUOTING.isdisjoint(text):
+        return [w for w in _SHLEX_SPACE.split(text) if w]
+    return shlex.split(text)
+
+
 def _split(text: str) -> list[list[str]]:
     """Split a command line; ``sh -c 'a; b | c'`` yields each simple command."""
     try:
-        argv = shlex.split(text)
+        argv = _words(text)
     except ValueError:
         return [text.split()]
     if len(argv) >= 3 and argv[0].rsplit("/", 1)[-1] in ("sh", "bash", "dash") \
@@ -121,7 +133,7 @@ def _split(text: str) -> list[list[str]]:
         out = []
         for part in re.split(r"[;&|\n]+", argv[2]):
             try:
-                words = shlex.split(part)
+                words = _words(part)
             except ValueError:
                 words = part.split()
             if words:
