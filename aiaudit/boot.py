@@ -21,6 +21,7 @@ from aiaudit.errors import HostError, ParseError
 from aiaudit.host import Host
 from aiaudit.model import Evidence, Snippet
 from aiaudit.parsers import bootcmdline as bc
+from aiaudit.parsers import lazy_pattern
 from aiaudit.parsers.bootcmdline import Param
 from aiaudit.records import record
 
@@ -31,7 +32,7 @@ BLS_DIR = "/boot/loader/entries"
 GRUB_CFGS = ("/boot/grub/grub.cfg", "/boot/grub2/grub.cfg", "/boot/efi/EFI/debian/grub.cfg")
 GRUBENVS = ("/boot/grub2/grubenv", "/boot/grub/grubenv")
 DROPIN = "/etc/default/grub.d/99-aiaudit.cfg"
-_VAR = re.compile(r"\$(?:\{(\w+)\}|(\w+))")
+_VAR = lazy_pattern(r"\$(?:\{(\w+)\}|(\w+))")
 
 
 @record
@@ -160,7 +161,7 @@ def _bls(host: Host, problems: list[str], notes: list[str]) -> CmdlineSource | N
     text = entry.options
     if "$" in text:
         env = _grubenv(host)
-        text = _VAR.sub(lambda m: env.get(m.group(1) or m.group(2), ""), text)
+        text = _VAR().sub(lambda m: env.get(m.group(1) or m.group(2), ""), text)
         notes.append(f"{path}: variables expanded from grubenv")
     if len(normal) > 1:
         notes.append(f"{len(normal)} BLS entries; the default is taken to be {name}")

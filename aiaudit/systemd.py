@@ -174,6 +174,33 @@ class Enablement:
     """The wants/requires symlink (host path) that enables it, or the mask link."""
 
 
+WANTS_SUFFIXES = (".wants", ".requires", ".upholds")
+
+
+def wants_dirs(host: Host) -> list[tuple[str, str, list[str] | None]]:
+    """``(unit dir, *.wants|*.requires|*.upholds subdir, its entries)`` for every
+    :data:`ENABLE_DIRS` directory that can be listed, in search order (memoized per run);
+    entries are ``None`` where the subdirectory cannot be listed."""
+
+    def load() -> list[tuple[str, str, list[str] | None]]:
+        out: list[tuple[str, str, list[str] | None]] = []
+        for d in ENABLE_DIRS:
+            try:
+                subs = host.listdir(d)
+            except HostError:
+                continue
+            for sub in subs:
+                if sub.endswith(WANTS_SUFFIXES):
+                    try:
+                        names: list[str] | None = host.listdir(f"{d}/{sub}")
+                    except HostError:
+                        names = None
+                    out.append((d, sub, names))
+        return out
+
+    return host.memo(("systemd-wants",), load)
+
+
 def is_enabled(host: Host, name: str) -> Enablement:
     """Does ``name`` start at boot?  True when a ``*.wants/``, ``*.requires/`` or
     ``*.upholds/`` directory of any unit directory links to it (``systemctl enable`` writes
@@ -182,18 +209,14 @@ def is_enabled(host: Host, name: str) -> Enablement:
         if host.is_masked(f"{d}/{name}"):
             return Enablement(False, True, f"{name} is masked", f"{d}/{name}")
     tmpl = _template(name)
-    for d in ENABLE_DIRS:
-        try:
-            entries = host.listdir(d)
-        except HostError:
-            continue
-        for sub in entries:
-            if not sub.endswith((".wants", ".requires", ".upholds")):
+    for d, sub, names in wants_dirs(host):
+        for link in (name, tmpl) if tmpl else (name,):
+            if not link:
                 continue
-            for link in (name, tmpl) if tmpl else (name,):
-                if link and host.lstat_exists(f"{d}/{sub}/{link}"):
-                    return Enablement(True, False, f"{name} is wanted by {sub[:sub.rfind('.')]}",
-                                      f"{d}/{sub}/{link}")
+            # a listed entry exists as far as lstat goes (dangling links are listed too)
+            if link in names if names is not None else host.lstat_exists(f"{d}/{sub}/{link}"):
+                return Enablement(True, False, f"{name} is wanted by {sub[:sub.rfind('.')]}",
+                                  f"{d}/{sub}/{link}")
     return Enablement(False, False, f"no target wants {name} (not enabled)")
 
 

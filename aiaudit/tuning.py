@@ -81,14 +81,13 @@ def boot_commands(host: Host) -> tuple[list[BootCommand], list[str]]:
 
 
 def _wanted_services(host: Host) -> list[str]:
-    names: list[str] = []
     for d in systemd.ENABLE_DIRS:
-        for sub in host.listdir(d):
-            if not sub.endswith((".wants", ".requires", ".upholds")):
-                continue
-            for n in host.listdir(f"{d}/{sub}"):
-                if n.endswith(".service") and n not in names:
-                    names.append(n)
+        host.listdir(d)  # an unreadable unit directory is an error here (HostError)
+    names: list[str] = []
+    for d, sub, entries in systemd.wants_dirs(host):
+        for n in host.listdir(f"{d}/{sub}") if entries is None else entries:
+            if n.endswith(".service") and n not in names:
+                names.append(n)
     return names
 
 
@@ -111,10 +110,22 @@ def _boot_commands(host: Host) -> tuple[list[BootCommand], list[str]]:
     return out, problems
 
 
+_SHELL_QUOTING = frozenset("'\"\\")
+_SHLEX_SPACE = re.compile(r"[ \t\r\n]+")
+
+
+def _words(text: str) -> list[str]:
+    """``shlex.split(text)``; without quotes or backslashes it only splits on shlex's
+    whitespace (`` \t\r\n``), done here without shlex's character-by-character loop."""
+    if _SHELL_QUOTING.isdisjoint(text):
+        return [w for w in _SHLEX_SPACE.split(text) if w]
+    return shlex.split(text)
+
+
 def _split(text: str) -> list[list[str]]:
     """Split a command line; ``sh -c 'a; b | c'`` yields each simple command."""
     try:
-        argv = shlex.split(text)
+        argv = _words(text)
     except ValueError:
         return [text.split()]
     if len(argv) >= 3 and argv[0].rsplit("/", 1)[-1] in ("sh", "bash", "dash") \
@@ -122,7 +133,7 @@ def _split(text: str) -> list[list[str]]:
         out = []
         for part in re.split(r"[;&|\n]+", argv[2]):
             try:
-                words = shlex.split(part)
+                words = _words(part)
             except ValueError:
                 words = part.split()
             if words:

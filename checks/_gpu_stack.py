@@ -16,7 +16,7 @@ from aiaudit.api import Evidence
 from aiaudit.errors import HostError, LiveStateUnavailable, NotFound, ParseError
 from aiaudit.host import Host
 from aiaudit.packages import DPKG_STATUS, dpkg_installed
-from aiaudit.parsers import cuda, elfmodinfo, ldconf, nvidia, pyenv, rpmheader
+from aiaudit.parsers import cuda, elfmodinfo, lazy_pattern, ldconf, nvidia, pyenv, rpmheader
 from aiaudit.parsers.dpkg import upstream_version
 from aiaudit.records import record
 
@@ -186,13 +186,12 @@ class Gpus:
 
 
 # ------------------------------------------------------------------ packages
-_PKG_KERNEL = re.compile(r"^(nvidia-dkms-\d+(?:-server|-open)*|nvidia-kernel-dkms|"
-                         r"nvidia-kernel-(?:common|source)-\d+(?:-server|-open)*|"
-                         r"nvidia-kernel-open-dkms|nvidia-open-kernel-dkms|"
-                         r"kmod-nvidia.*|nvidia-kmod.*|nvidia-open-kmod.*)$")
-_PKG_USER = re.compile(r"^(libnvidia-compute-\d+(?:-server)?|libcuda1|libnvidia-ml1|"
-                       r"nvidia-driver-cuda-libs|nvidia-driver-libs|cuda-drivers(?:-\d+)?)$")
-_PKG_COMPAT = re.compile(r"^cuda-compat-(\d+)-(\d+)$")
+_PKG_KERNEL = lazy_pattern(r"^(nvidia-dkms-\d+(?:-server|-open)*|nvidia-kernel-dkms|"
+                           r"nvidia-kernel-(?:common|source)-\d+(?:-server|-open)*|"
+                           r"nvidia-kernel-open-dkms|nvidia-open-kernel-dkms|"
+                           r"kmod-nvidia.*|nvidia-kmod.*|nvidia-open-kmod.*)$")
+_PKG_USER = lazy_pattern(r"^(libnvidia-compute-\d+(?:-server)?|libcuda1|libnvidia-ml1|"
+                         r"nvidia-driver-cuda-libs|nvidia-driver-libs|cuda-drivers(?:-\d+)?)$")
 
 
 RPMDB_SQLITE = "/var/lib/rpm/rpmdb.sqlite"
@@ -371,7 +370,7 @@ def _kernel_side(host: Host) -> KernelSide:
             break
     if installed is None and loaded is None:
         pkgs = nvidia_packages(host)
-        hit = _pkg_version(pkgs, _PKG_KERNEL)
+        hit = _pkg_version(pkgs, _PKG_KERNEL())
         if hit:
             db = DPKG_STATUS if hit[0] in _dpkg_names(host) else RPMDB_SQLITE
             installed = Version(hit[1], Evidence.file(db, None, f"{hit[0]} {pkgs[hit[0]]}"),
@@ -432,8 +431,11 @@ def user_side(host: Host) -> UserSide:
 def _libs_in(host: Host, d: str, stem: str) -> tuple[Lib | None, list[Lib]]:
     """(the library the ``.so.1`` link in ``d`` selects, every versioned file in ``d``)."""
     compat = _is_compat_dir(d)
+    # one listing per directory and run: it is asked for each stem, and the multiarch
+    # library directory holds a thousand names
+    names = host.memo(("gpu-listdir", d), lambda: host.listdir(d))
     files = [Lib(stem, v, f"{d}/{n}", None, compat)
-             for n in host.listdir(d) if (v := nvidia.lib_version(n, stem))
+             for n in names if (v := nvidia.lib_version(n, stem))
              and host.is_file(f"{d}/{n}")]
     link = f"{d}/{stem}.1"
     target = host.readlink(link)
@@ -472,7 +474,7 @@ def _user_side(host: Host) -> UserSide:
     package: Version | None = None
     if not effective:
         pkgs = nvidia_packages(host)
-        hit = _pkg_version(pkgs, _PKG_USER)
+        hit = _pkg_version(pkgs, _PKG_USER())
         if hit:
             db = DPKG_STATUS if hit[0] in _dpkg_names(host) else RPMDB_SQLITE
             package = Version(hit[1], Evidence.file(db, None, f"{hit[0]} {pkgs[hit[0]]}"),

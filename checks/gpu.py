@@ -29,7 +29,7 @@ from aiaudit.api import (
 from aiaudit.errors import CommandError, HostError, LiveStateUnavailable, ParseError
 from aiaudit.host import Host
 from aiaudit.identity import os_release
-from aiaudit.parsers import cuda, nvidia
+from aiaudit.parsers import cuda, lazy_pattern, nvidia
 
 PERSISTENCED = "nvidia-persistenced.service"
 
@@ -38,7 +38,7 @@ FORWARD_COMPAT_CAVEAT = (
     "RTX GPUs and Jetson (CUDA Compatibility guide, 'Forward Compatibility')"
 )
 
-_DATACENTER = re.compile(
+_DATACENTER = lazy_pattern(
     r"\b(Tesla|DGX|HGX|[ABH]\d{2,3}[A-Z]?|GH200|GB\d00|B\d00|L4|L40S?|L20|T4|V100|P100|P40|"
     r"K80|A2|RTX PRO \d+ Blackwell Server)\b")
 """GPU models (``/proc/driver/nvidia/gpus/*/information`` ``Model:``) that are Data Center
@@ -243,7 +243,7 @@ def _forward_compat(host: Host, p: Any, lib: gs.Lib, drv: str) -> tuple[Status, 
         return Status.FAIL, (f"would need {where}, which this ruleset does not accept "
                              "(forward_compat: never)")
     models = gs.gpus(host).models
-    bad = sorted({m for m in models.values() if not _DATACENTER.search(m)})
+    bad = sorted({m for m in models.values() if not _DATACENTER().search(m)})
     if bad:
         return Status.FAIL, (f"would need {where}, but {', '.join(bad)} is not a Data Center "
                              "GPU, so they fail with CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE; "

@@ -125,12 +125,15 @@ def load_config(host: Host) -> SysctlConfig:
     problems: list[str] = []
     notes: list[str] = []
     parsed: dict[tuple[str, bool], list[sp.Entry]] = {}
+    masked: dict[str, bool] = {}  # systemd and procps read mostly the same files
 
     def entries_of(cf: sp.ConfFile, procps: bool = False) -> list[sp.Entry]:
         if (cf.path, procps) in parsed:
             return parsed[cf.path, procps]
         out: list[sp.Entry] = []
-        if host.is_masked(cf.path):
+        if cf.path not in masked:
+            masked[cf.path] = host.is_masked(cf.path)
+        if masked[cf.path]:
             if not procps:
                 notes.append(f"{cf.path} is masked (symlink to /dev/null)")
         else:

@@ -71,7 +71,9 @@ def test_wheel_contents(installed) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     for want in ("aiaudit/checks/sysctl.py", "aiaudit/rulesets/dl-training.yaml",
                  "aiaudit/schemas/report.schema.json", "aiaudit/schemas/ruleset.schema.json",
-                 "aiaudit/parsers/sysctl.py", "aiaudit/reporters/json.py"):
+                 "aiaudit/parsers/sysctl.py", "aiaudit/reporters/json.py",
+                 "aiaudit/checks/data/network_services.yaml",
+                 "aiaudit/checks/data/network_services.json"):
         assert want in names, want
     assert not any(n.startswith(("checks/", "tests/", "rulesets/", "schemas/")) for n in names)
     entry = next(n for n in names if n.endswith("entry_points.txt"))

@@ -21,6 +21,18 @@ NAMES = ("foo-bar@x.service", "foo-bar@.service", "foo-baz.service", "gone.servi
          "absent.service")
 
 
+def _deny_listing(monkeypatch, denied) -> None:
+    """Make ``Host.listdir`` fail with EACCES for the paths where ``denied(path)``."""
+    real = Host.listdir
+
+    def listdir(self: Host, path: str) -> list[str]:
+        if denied(path):
+            raise HostError(f"{path}: Permission denied")
+        return real(self, path)
+
+    monkeypatch.setattr(Host, "listdir", listdir)
+
+
 def _load_all(root: str) -> dict[str, systemd.Unit]:
     host = Host(root)
     return {n: systemd.load_unit(host, n) for n in NAMES}
@@ -50,14 +62,7 @@ def test_same_units_without_the_directory_listings(make_root, monkeypatch) -> No
 
 def test_unlistable_unit_directory_falls_back(make_root, monkeypatch) -> None:
     root = make_root(FILES)
-    real = Host.listdir
-
-    def listdir(self: Host, path: str) -> list[str]:
-        if path == "/lib/systemd/system":
-            raise HostError(f"{path}: Permission denied")
-        return real(self, path)
-
-    monkeypatch.setattr(Host, "listdir", listdir)
+    _deny_listing(monkeypatch, lambda p: p == "/lib/systemd/system")
     unit = _load_all(str(root))["foo-bar@x.service"]
     assert unit.path == "/lib/systemd/system/foo-bar@.service"
 
@@ -76,3 +81,38 @@ def test_listing_is_read_once_per_directory(make_root, monkeypatch, name: str) -
     unit_dirs = [c for c in calls if c in systemd.UNIT_DIRS]
     assert len(unit_dirs) == len(set(unit_dirs)) == len(systemd.UNIT_DIRS)
     assert all(host.is_dir(c) for c in calls if c not in systemd.UNIT_DIRS)
+
+
+def test_is_enabled_from_one_listing_of_the_wants_dirs(make_root, monkeypatch) -> None:
+    root = make_root({"lib/systemd/system/a.service": "", "lib/systemd/system/t@.service": ""},
+                     links={"etc/systemd/system/multi-user.target.wants/a.service":
+                            "/lib/systemd/system/a.service",
+                            "lib/systemd/system/sysinit.target.wants/t@.service":
+                            "../t@.service",
+                            "etc/systemd/system/gone.target.requires/d.service": "/nowhere",
+                            "etc/systemd/system/m.service": "/dev/null"})
+    host = Host(str(root))
+    got = {n: systemd.is_enabled(host, n)
+           for n in ("a.service", "t@x.service", "d.service", "m.service", "b.service")}
+    assert got["a.service"].enabled and "multi-user.target" in got["a.service"].reason
+    assert got["t@x.service"].evidence == "/lib/systemd/system/sysinit.target.wants/t@.service"
+    assert got["d.service"].enabled  # a dangling link still enables (lstat, not stat)
+    assert got["m.service"].masked and not got["b.service"].enabled
+    # a wants directory that cannot be listed is probed entry by entry, as before
+    _deny_listing(monkeypatch, lambda p: p.endswith(".wants"))
+    host = Host(str(root))
+    assert {n: systemd.is_enabled(host, n) for n in got} == got
+
+
+def test_boot_services_from_the_wants_listings(make_root, monkeypatch) -> None:
+    from aiaudit import tuning
+
+    root = make_root({"lib/systemd/system/a.service": "", "lib/systemd/system/b.service": ""},
+                     links={"etc/systemd/system/multi-user.target.wants/b.service": "/x",
+                            "etc/systemd/system/multi-user.target.wants/a.timer": "/x",
+                            "lib/systemd/system/sysinit.target.wants/a.service": "/x",
+                            "lib/systemd/system/sysinit.target.wants/b.service": "/x"})
+    assert tuning._wanted_services(Host(str(root))) == ["b.service", "a.service"]
+    _deny_listing(monkeypatch, lambda p: p == "/lib/systemd/system")
+    with pytest.raises(HostError):  # an unreadable unit directory stays an error
+        tuning._wanted_services(Host(str(root)))

@@ -11,9 +11,8 @@ concatenated); kernel-install(8) (``/etc/kernel/cmdline``).
 
 from __future__ import annotations
 
-import re
-
 from aiaudit.errors import ParseError
+from aiaudit.parsers import lazy_pattern
 from aiaudit.records import record
 
 
@@ -105,8 +104,8 @@ class ShellAssignment:
     raw: str
 
 
-_NAME = re.compile(r"(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=")
-_VAR = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
+_NAME = lazy_pattern(r"(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=")
+_VAR = lazy_pattern(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
 
 
 def parse_shell_assignments(text: str, env: dict[str, str] | None = None
@@ -139,7 +138,7 @@ def parse_shell_assignments(text: str, env: dict[str, str] | None = None
                 i += 1
             continue
         start_line, start = line, i
-        m = _NAME.match(text, i)
+        m = _NAME().match(text, i)
         if not m:
             # not an assignment: skip to end of line
             j = text.find("\n", i)
@@ -173,7 +172,7 @@ def parse_shell_assignments(text: str, env: dict[str, str] | None = None
                         j += 2
                         continue
                     if text[j] == "$":
-                        m2 = _VAR.match(text, j)
+                        m2 = _VAR().match(text, j)
                         if m2:
                             buf.append(env.get(m2.group(1) or m2.group(2), ""))
                             j = m2.end()
@@ -193,7 +192,7 @@ def parse_shell_assignments(text: str, env: dict[str, str] | None = None
                     value.append(text[i + 1])
                 i += 2
             elif c == "$":
-                m2 = _VAR.match(text, i)
+                m2 = _VAR().match(text, i)
                 if m2:
                     value.append(env.get(m2.group(1) or m2.group(2), ""))
                     i = m2.end()
@@ -259,8 +258,8 @@ class GrubCfgLinux:
     entry: str | None
 
 
-_MENU = re.compile(r"""^\s*menuentry\s+(?:'([^']*)'|"([^"]*)")""")
-_LINUX = re.compile(r"^\s*(?:linux|linuxefi|linux16)\s+(\S+)\s*(.*)$")
+_MENU = lazy_pattern(r"""^\s*menuentry\s+(?:'([^']*)'|"([^"]*)")""")
+_LINUX = lazy_pattern(r"^\s*(?:linux|linuxefi|linux16)\s+(\S+)\s*(.*)$")
 
 
 def parse_grub_cfg(text: str) -> tuple[GrubCfgLinux | None, bool]:
@@ -272,11 +271,11 @@ def parse_grub_cfg(text: str) -> tuple[GrubCfgLinux | None, bool]:
     for n, raw in enumerate(text.splitlines(), 1):
         if raw.strip() == "blscfg":
             bls = True
-        m = _MENU.match(raw)
+        m = _MENU().match(raw)
         if m:
             entry = m.group(1) if m.group(1) is not None else m.group(2)
             continue
-        m = _LINUX.match(raw)
+        m = _LINUX().match(raw)
         if m:
             return GrubCfgLinux(m.group(2).strip(), n, entry), bls
     return None, bls

@@ -15,15 +15,16 @@ import re
 from typing import Any, Mapping
 
 from aiaudit.errors import ParseError
+from aiaudit.parsers import lazy_pattern
 from aiaudit.records import record
 
-_NUM = re.compile(r"^\d+(?:\.\d+){0,2}$")
+_NUM = lazy_pattern(r"^\d+(?:\.\d+){0,2}$")
 
 
 def vtuple(text: str) -> tuple[int, ...]:
     """``"12.4.1"`` -> ``(12, 4, 1)``; one to three numeric components."""
     s = str(text).strip()
-    if not _NUM.match(s):
+    if not _NUM().match(s):
         raise ParseError(f"not a numeric version: {s[:40]!r}")
     return tuple(int(p) for p in s.split("."))
 

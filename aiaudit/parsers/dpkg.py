@@ -27,6 +27,8 @@ def parse_stanzas(stanzas: list[str], hints: tuple[str, ...] = ()
     name); others may be missing.  A scan asks for a handful of packages, and parsing every
     line of a 700-package database is most of the cost."""
     if hints:
+        # a stanza that contains "libnvidia" contains "nvidia": one pass less
+        hints = tuple(h for h in hints if not any(o != h and o in h for o in hints))
         keep = {i for h in hints for i, s in enumerate(stanzas) if h in s}
         stanzas = [stanzas[i] for i in sorted(keep)]
     out: dict[str, dict[str, str]] = {}

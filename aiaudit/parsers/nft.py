@@ -17,6 +17,7 @@ import re
 from typing import Any, Callable, Iterator
 
 from aiaudit.errors import ParseError
+from aiaudit.parsers import lazy_pattern
 from aiaudit.parsers.netfilter import Chain, Cond, Rule, Ruleset
 from aiaudit.records import record
 
@@ -320,7 +321,7 @@ class Tok:
     line: int
 
 
-_TOKEN = re.compile(r'[ \t\r]+|\\\n|#[^\n]*|\n|"(?:[^"\\\n]|\\.)*"|[{};,]|[^\s{};,"#]+')
+_TOKEN = lazy_pattern(r'[ \t\r]+|\\\n|#[^\n]*|\n|"(?:[^"\\\n]|\\.)*"|[{};,]|[^\s{};,"#]+')
 
 
 def tokenize(text: str, source: str) -> list[Tok]:
@@ -329,7 +330,7 @@ def tokenize(text: str, source: str) -> list[Tok]:
     line = 1
     pos = 0
     while pos < len(text):
-        m = _TOKEN.match(text, pos)
+        m = _TOKEN().match(text, pos)
         if m is None:
             raise ParseError(f"unexpected character {text[pos]!r}", line=line, source=source)
         s = m.group(0)

@@ -8,13 +8,12 @@ two or three numeric components (``570.26``, ``535.129.03``) and compare per com
 
 from __future__ import annotations
 
-import re
-
 from aiaudit.errors import ParseError
+from aiaudit.parsers import lazy_pattern
 from aiaudit.records import record
 
-_VERSION = re.compile(r"^\d{2,4}\.\d{1,3}(?:\.\d{1,3})?$")
-_PROC = re.compile(
+_VERSION = lazy_pattern(r"^\d{2,4}\.\d{1,3}(?:\.\d{1,3})?$")
+_PROC = lazy_pattern(
     r"NVRM version:\s+NVIDIA UNIX\s+(?:(Open)\s+)?(?:(\S+)\s+)?Kernel Module"
     r"(?:\s+for\s+(\S+))?\s+(\d+(?:\.\d+){1,2})\b"
 )
@@ -23,14 +22,14 @@ _PROC = re.compile(
 def parse_version(text: str) -> tuple[int, ...]:
     """``"535.129.03"`` -> ``(535, 129, 3)``; two or three numeric components."""
     s = text.strip()
-    if not _VERSION.match(s):
+    if not _VERSION().match(s):
         raise ParseError(f"not an NVIDIA driver version: {s[:40]!r}")
     return tuple(int(p) for p in s.split("."))
 
 
 def is_version(text: str) -> bool:
     """True if ``text`` looks like a driver version (``570.26``, ``535.129.03``)."""
-    return bool(_VERSION.match(text.strip()))
+    return bool(_VERSION().match(text.strip()))
 
 
 def branch(version: str) -> int:
@@ -56,7 +55,7 @@ def parse_proc_version(text: str) -> ProcVersion:
     for line in text.splitlines():
         if not line.startswith("NVRM version:"):
             continue
-        m = _PROC.search(line)
+        m = _PROC().search(line)
         if not m:
             raise ParseError(f"unrecognised NVRM version line: {line[:120]!r}")
         version = m.group(4)
@@ -72,7 +71,7 @@ def lib_version(filename: str, stem: str) -> str | None:
     if not filename.startswith(prefix):
         return None
     rest = filename[len(prefix):]
-    return rest if _VERSION.match(rest) else None
+    return rest if _VERSION().match(rest) else None
 
 
 @record

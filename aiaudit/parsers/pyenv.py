@@ -16,6 +16,7 @@ import warnings
 from typing import Any
 
 from aiaudit.errors import ParseError
+from aiaudit.parsers import lazy_pattern
 from aiaudit.records import record
 
 
@@ -70,14 +71,14 @@ def parse_torch_version(text: str) -> TorchBuild:
                       hip if isinstance(hip, str) and hip else None)
 
 
-_DIST = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._]*?)-([^-/]+)\.dist-info$")
-_CU = re.compile(r"[-_]cu(\d{2})$")
+_DIST = lazy_pattern(r"^([A-Za-z0-9][A-Za-z0-9._]*?)-([^-/]+)\.dist-info$")
+_CU = lazy_pattern(r"[-_]cu(\d{2})$")
 
 
 def dist_info(dirname: str) -> tuple[str, str] | None:
     """``("nvidia-cuda-runtime-cu12", "12.1.105")`` for
     ``nvidia_cuda_runtime_cu12-12.1.105.dist-info`` (PEP 503-normalised name)."""
-    m = _DIST.match(dirname)
+    m = _DIST().match(dirname)
     if not m:
         return None
     return re.sub(r"[-_.]+", "-", m.group(1)).lower(), m.group(2)
@@ -86,7 +87,7 @@ def dist_info(dirname: str) -> tuple[str, str] | None:
 def cuda_major_of(name: str) -> int | None:
     """CUDA major a wheel is built for, from its name: ``nvidia-cublas-cu12`` -> 12,
     ``jax-cuda12-plugin`` -> 12; ``None`` otherwise."""
-    m = _CU.search(name)
+    m = _CU().search(name)
     if m:
         return int(m.group(1))
     m = re.match(r"^jax-cuda(\d{2})-(?:plugin|pjrt)$", name)

@@ -10,14 +10,14 @@ overrides them; a file already loaded is not loaded again), ``tuned/profiles/mer
 
 from __future__ import annotations
 
-import re
 from dataclasses import field
 
 from aiaudit.errors import ParseError
+from aiaudit.parsers import lazy_pattern
 from aiaudit.records import record
 
-_SECTION = re.compile(r"^\[([^\]]+)\]\s*$")
-_INCLUDE_SPLIT = re.compile(r"\s*[,;]\s*")
+_SECTION = lazy_pattern(r"^\[([^\]]+)\]\s*$")
+_INCLUDE_SPLIT = lazy_pattern(r"\s*[,;]\s*")
 
 
 @record
@@ -64,7 +64,7 @@ class Profile:
         inc = main.options.get("include") if main else None
         if inc is None or not inc.value.strip():
             return []
-        return [n for n in _INCLUDE_SPLIT.split(inc.value.strip()) if n]
+        return [n for n in _INCLUDE_SPLIT().split(inc.value.strip()) if n]
 
     def get(self, plugin: str, key: str) -> Option | None:
         """The value of ``key`` in the (last) enabled unit of type ``plugin``."""
@@ -87,7 +87,7 @@ def parse(text: str, name: str, file: str = "") -> Profile:
         line = raw.strip()
         if not line or line[0] in "#;":
             continue
-        m = _SECTION.match(line)
+        m = _SECTION().match(line)
         if m:
             sec = m.group(1).strip()
             unit = prof.units.setdefault(sec, Unit(sec))
