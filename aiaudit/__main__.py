@@ -1,5 +1,5 @@
 """``python -m aiaudit``."""
 
-from aiaudit.cli import main
+from aiaudit.cli import run
 
-raise SystemExit(main())
+run()

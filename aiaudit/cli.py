@@ -6,7 +6,7 @@ import argparse
 import contextlib
 import os
 import sys
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, NoReturn, Sequence
 
 from aiaudit import __version__
 from aiaudit.errors import AuditError, ExitCode, RulesetError, UsageError
@@ -558,6 +558,24 @@ def _send_syslog(run: RunResult, socket_path: str, code: int) -> int:
 
 COMMANDS = {"scan": cmd_scan, "rules": cmd_rules, "explain": cmd_explain,
             "validate": cmd_validate, "render": cmd_render, "remediate": cmd_remediate}
+
+
+def run() -> NoReturn:
+    """Console entry point (``aiaudit``, ``python -m aiaudit``): :func:`main`, then exit
+    without finalizing the interpreter.
+
+    Tearing down the ~200 modules a scan loads took 14 ms of a 110 ms scan (a Slurm prolog
+    pays it on every job).  There is nothing to clean up by then: reports are written and
+    closed by :func:`main`, aiaudit registers no ``atexit`` handler, and the rule worker is a
+    daemon thread.  So stdout and stderr are flushed and the process leaves with
+    ``os._exit`` (a ``SystemExit`` from argparse, ``--help`` or ``--version`` exits the
+    ordinary way).
+    """
+    code = main()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing to add
+            stream.flush()
+    os._exit(code)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -315,3 +315,25 @@ def test_python_dash_m_subprocess(make_root) -> None:
     assert bad.returncode == 2 and bad.stdout == ""
     lines = bad.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("aiaudit: error: unknown ruleset 'nope'")
+
+
+def test_fast_exit_loses_no_output(make_root, tmp_path) -> None:
+    """``run`` leaves with os._exit: stdout (a pipe, larger than its buffer), --output files
+    and the exit code are all complete, and a reader that stops early gets no traceback."""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    root = str(make_root(SWAP_BAD))
+    report = tmp_path / "r.json"
+    scan = [sys.executable, "-m", "aiaudit", "scan", "--ruleset", "dl-training", "--root", root]
+    proc = subprocess.run([*scan, "--format", "json"], capture_output=True, text=True,
+                          env=env, cwd="/", timeout=120)
+    assert proc.returncode in (1, 3), proc.stderr
+    assert len(proc.stdout) > 65536, "more than one pipe buffer"
+    assert len(json.loads(proc.stdout)["results"]) > 50
+    to_file = subprocess.run([*scan, "-o", f"junit:{report}"], capture_output=True, text=True,
+                             env=env, cwd="/", timeout=120)
+    assert to_file.returncode == proc.returncode
+    assert report.read_text().rstrip().endswith("</testsuites>")
+    head = subprocess.run(f"{sys.executable} -m aiaudit scan --ruleset dl-training --root "
+                          f"{root} --format json | head -c 100", shell=True,
+                          capture_output=True, text=True, env=env, cwd="/", timeout=120)
+    assert head.stdout.startswith("{") and head.stderr == ""
