@@ -77,7 +77,7 @@ def test_wheel_contents(installed) -> None:
         assert want in names, want
     assert not any(n.startswith(("checks/", "tests/", "rulesets/", "schemas/")) for n in names)
     entry = next(n for n in names if n.endswith("entry_points.txt"))
-    assert "aiaudit = aiaudit.cli:main" in zipfile.ZipFile(wheel).read(entry).decode()
+    assert "aiaudit = aiaudit.cli:run" in zipfile.ZipFile(wheel).read(entry).decode()
 
 
 @pytest.mark.slow
