@@ -176,3 +176,41 @@ def test_run_id_is_a_random_version_4_uuid(tmp_path) -> None:
     for rid in ids:
         u = uuid.UUID(rid)
         assert str(u) == rid and u.version == 4 and u.variant == uuid.RFC_4122
+
+
+COUNT: list[str] = []
+
+
+def _slow(ctx: CheckContext) -> Iterator[Result]:
+    time.sleep(0.4)
+    yield Result(Status.PASS, "slow", "returned after its budget")
+
+
+def _count(ctx: CheckContext) -> Iterator[Result]:
+    COUNT.append(threading.current_thread().name)
+    yield Result(Status.PASS, "n", "counted")
+
+
+def test_overrun_rules_each_get_their_budget_and_the_rest_runs_once(tmp_path) -> None:
+    COUNT.clear()
+    t0 = time.monotonic()
+    run = _scan(tmp_path, _rule("S1", _slow), _rule("S2", _slow), _rule("N", _count),
+                rule_timeout=0.2)
+    took = time.monotonic() - t0
+    assert 0.4 <= took < 0.55, took
+    got = _by_rule(run)
+    for rid in ("S1", "S2"):
+        assert got[rid][0].status is Status.ERROR and "rule timeout of 0.2s" in got[rid][0].message
+    assert got["N"][0].status is Status.PASS
+    time.sleep(0.5)  # both slow checks have returned by now: their threads must not go on
+    assert len(COUNT) == 1, COUNT
+
+
+def test_rule_budget_is_capped_by_the_scan_deadline(tmp_path) -> None:
+    run = _scan(tmp_path, _rule("A", _ok), _rule("S", _slow), _rule("N", _ok),
+                rule_timeout=5, timeout=0.25)
+    got = _by_rule(run)
+    assert "scan deadline of 0.2s" in got["S"][0].message or \
+        "scan deadline of 0.3s" in got["S"][0].message, got["S"][0].message
+    assert got["N"][0].status is Status.ERROR and "not evaluated" in got["N"][0].message
+    assert run.duration_s < 0.4
