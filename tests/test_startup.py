@@ -27,6 +27,11 @@ NOT_FOR_A_SCAN = {
     "aiaudit.waivers": "only with --waivers",
     "aiaudit.changes": "only with --changes-since / --state",
     "xml": "JUnit output only",
+    "yaml": "shipped rulesets and the service table load from JSON twins",
+    "sqlite3": "only where an rpm database exists (this tree has none)",
+    "datetime": "timestamps come from time.gmtime; sqlite3 would import it",
+    "aiaudit.parsers.ufw": "only where ufw is installed",
+    "aiaudit.parsers.firewalld": "only where firewalld is enabled",
 }
 
 SCAN = """
