@@ -46,22 +46,43 @@ def bench_env() -> dict[str, str]:
     return env
 
 
-def measure(argv: list[str], runs: int) -> dict[str, float]:
-    """Median/p90 wall seconds and max peak RSS (MB) of ``argv`` over ``runs`` runs."""
+OK_CODES = (0, 1, 3)
+"""Exit codes of a scan that ran (pass, failures, could not evaluate); 2 and 4 mean the
+command did not do what is measured."""
+
+
+def measure(argv: list[str], runs: int, cwd: str) -> dict[str, float]:
+    """Median/p90 wall seconds and max peak RSS (MB) of ``argv`` over ``runs`` runs, run in
+    ``cwd`` (not the checkout: ``python -c`` would import the source tree from there).
+    Exits with a message when a run fails: a failed command is fast, not a figure."""
     walls, rss = [], []
     env = bench_env()
     for _ in range(runs):
         t0 = time.perf_counter()
-        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                env=env)
+        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                env=env, cwd=cwd)
         _, status, usage = os.wait4(proc.pid, 0)
         walls.append(time.perf_counter() - t0)
         rss.append(usage.ru_maxrss / 1024)  # KiB on Linux
-        proc.returncode = os.waitstatus_to_exitcode(status)
+        code = os.waitstatus_to_exitcode(status)
+        err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+        if proc.stderr:
+            proc.stderr.close()
+        if code not in OK_CODES:
+            raise SystemExit(f"bench: {' '.join(argv)[:200]} exited {code}:\n{err[-2000:]}")
     walls.sort()
     return {"median_s": statistics.median(walls),
             "p90_s": walls[min(len(walls) - 1, int(len(walls) * 0.9))],
             "peak_rss_mb": max(rss)}
+
+
+IMPORT_DEPS = ("import argparse, json, dataclasses, typing, threading, subprocess, fnmatch, "
+               "ipaddress, signal, pluggy")
+"""The standard library and dependencies every scan imports, whatever aiaudit does."""
+IMPORT_ALL = ("import importlib, aiaudit.cli, aiaudit.runner, aiaudit.reporters.json\n"
+              "from aiaudit.manifest import BUILTIN_CHECKS\n"
+              "for m in sorted(set(BUILTIN_CHECKS.values())): importlib.import_module(m)")
+"""Everything a dl-training scan imports before its first rule runs."""
 
 
 def interpreter_of(exe: str) -> str:
@@ -183,6 +204,9 @@ def main() -> int:
         scan = [exe, "scan", "--ruleset", "dl-training", "--user", "root"]
         cases = {
             "python -c pass": [python, "-c", "pass"],
+            # not targets: where start-up goes (the imports any scan needs, then aiaudit's)
+            "import deps": [python, "-c", IMPORT_DEPS],
+            "import all": [python, "-c", IMPORT_ALL],
             "live json": [*scan, "--format", "json"],
             "live text": [*scan, "--format", "text"],
             "small json": [*scan, "--root", str(small), "--live", "--format", "json"],
@@ -191,9 +215,8 @@ def main() -> int:
             "large text": [*scan, "--root", str(large), "--live", "--format", "text"],
         }
         for argv in cases.values():  # warm the page cache and .pyc files
-            subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                           check=False, env=bench_env())
-        res = {name: measure(argv, args.runs) for name, argv in cases.items()}
+            measure(argv, 1, str(tmp))
+        res = {name: measure(argv, args.runs, str(tmp)) for name, argv in cases.items()}
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     base = res["python -c pass"]["median_s"]
