@@ -168,6 +168,9 @@ def record(cls: Any = None, /, *, frozen: bool = True) -> Any:
     is ``@dataclass``; see the module docstring for what is supported."""
 
     def wrap(cls: type) -> type:
+        undocumented = cls.__doc__ is None
+        if undocumented:  # else dataclasses asks inspect.signature for one: ~3 ms, once
+            cls.__doc__ = "record"  # any non-empty text: replaced below
         cls = dataclasses.dataclass(init=False, repr=False, eq=False)(cls)
         fields = [f for f in cls.__dataclass_fields__.values()  # type: ignore[attr-defined]
                   if f._field_type is dataclasses._FIELD]  # type: ignore[attr-defined]
@@ -176,6 +179,8 @@ def record(cls: Any = None, /, *, frozen: bool = True) -> Any:
             raise TypeError(f"@record does not support {why} (class {cls.__qualname__}); "
                             "use @dataclass")
         names = tuple(f.name for f in fields)
+        if undocumented:  # what dataclasses would have written, less the types
+            cls.__doc__ = f"{cls.__name__}({', '.join(names)})"
         cls._record_names = names  # type: ignore[attr-defined]
         # always a tuple, so equality and hash are exactly those of the field tuple
         cls._record_key = (operator.attrgetter(*names)  # type: ignore[attr-defined]

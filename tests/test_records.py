@@ -169,3 +169,13 @@ def test_init_from_a_template_matches_dataclass_init(shape: list[str], data) -> 
         a, b = R(*args[:len(required)]), R(*args[:len(required)])
         fac = next(n for n, k in zip(names, shape, strict=True) if k == "f")
         assert getattr(a, fac) == getattr(b, fac) and getattr(a, fac) is not getattr(b, fac)
+
+
+def test_an_undocumented_record_gets_a_signature_docstring() -> None:
+    @record
+    class Bare:
+        a: int
+        b: str = ""
+
+    assert Bare.__doc__ == "Bare(a, b)"
+    assert Point.__doc__ == "A frozen record."
