@@ -172,8 +172,11 @@ class Host:
         return hostpath.lstrip("/")
 
     def _check_live(self, path: str) -> None:
+        """Refuse live state in an offline scan, and a path no file can have."""
         if not self.live and (path.startswith(LIVE_PREFIXES) or path in ("/proc", "/sys")):
             raise LiveStateUnavailable(f"{path}: live state is not read in an offline scan")
+        if "\x00" in path:
+            raise _nul_path(path)
 
     def resolve(self, path: str, *, strict: bool = True) -> str:
         """Resolve ``path`` (a host path) to a canonical host path, following symlinks
@@ -185,6 +188,8 @@ class Host:
         """
         if not path.startswith("/"):
             raise HostError(f"{path!r}: host paths must be absolute")
+        if "\x00" in path:
+            raise _nul_path(path)
         key = f"{int(strict)}{path}"
         cached = self._resolved.get(key)
         if cached is not None:
@@ -412,6 +417,8 @@ class Host:
         entry's type, ``d_type``, or an ``lstat`` where the filesystem does not give it)
         are remembered as resolved, so that reading files below them costs one ``lstat``
         each, not one more per directory (every ``stateN`` of 512 CPUs)."""
+        if "\x00" in path:
+            return []  # absent: no directory has such a name
         self._check_live(path)
         try:
             resolved = self.resolve(path)
@@ -586,7 +593,7 @@ class Host:
                 got = None
             head, _, name = path.rpartition("/")
             pres = prefixes.get(head)
-            if not live and path.startswith(LIVE):
+            if (not live and path.startswith(LIVE)) or "\x00" in path:
                 pres = None      # read_bytes refuses it
             elif pres is None and head.startswith("/"):
                 try:  # a new directory: the fast walk resolves (and remembers) it
@@ -640,6 +647,8 @@ class Host:
             raise LiveStateUnavailable(
                 f"{argv[0]}: commands run only when scanning the real / live"
             )
+        if any("\x00" in a for a in argv):
+            raise CommandError(f"{argv[0]}: an argument contains a NUL byte")
         exe = which(argv[0])
         if exe is None:
             raise CommandError(f"{argv[0]}: not installed")
@@ -673,6 +682,12 @@ class Host:
             out[: self.read_cap].decode("utf-8", errors="replace"),
             err[:65536].decode("utf-8", errors="replace"),
         )
+
+
+def _nul_path(path: str) -> NotFound:
+    """The error for a path with a NUL byte (from a broken or hostile config file): no file
+    has one, so it is absent, never an internal error."""
+    return NotFound(f"{path!r}: no such file (a path cannot contain a NUL byte)")
 
 
 def which(name: str) -> str | None:

@@ -441,3 +441,26 @@ def test_reads_whole_files_of_any_kind(tmp_path) -> None:
         host = Host("/", live=True)
         assert host.read_text("/proc/self/mountinfo") == \
             Path("/proc/self/mountinfo").read_text()
+
+
+def test_a_path_with_a_nul_byte_is_absent_not_a_crash(tmp_path) -> None:
+    """A NUL byte in a path (named by a broken or hostile config file) makes os calls raise
+    ValueError; the Host answers as for any absent file."""
+    from aiaudit.errors import CommandError, NotFound
+
+    (tmp_path / "etc").mkdir()
+    host = Host(str(tmp_path))
+    for call in (lambda: host.read_bytes("/etc/a\x00b"), lambda: host.read_text("/\x00"),
+                 lambda: host.resolve("/etc/\x00", strict=False), lambda: host.lstat("/a\x00"),
+                 lambda: host.stat("/etc/\x00")):
+        with pytest.raises(NotFound):
+            call()
+    assert host.listdir("/etc/\x00") == [] and host.glob("/etc/\x00*") == []
+    assert not host.exists("/etc/\x00") and not host.is_dir("/\x00")
+    assert not host.is_file("/etc/x\x00") and host.readlink("/etc/\x00") is None
+    assert host.try_read_text("/etc/\x00") is None
+    assert isinstance(host.read_many(["/etc/a\x00b"])[0], NotFound)
+    live = Host("/")
+    if live.allow_commands:
+        with pytest.raises(CommandError):
+            live.run(["true", "a\x00b"])

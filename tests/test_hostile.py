@@ -45,6 +45,11 @@ def hostile_root(base: Path, outside: Path) -> Path:
                                 "PasswordAuthentication no\n",
         "/etc/ssh/a.conf": "Include /etc/ssh/b.conf\n",
         "/etc/ssh/b.conf": "Include /etc/ssh/a.conf\n",
+        # a NUL byte inside a path that a config file names: no such file, never a crash
+        "/etc/ssh/sshd_config.d/20-nul.conf": "Include /etc/ssh/nul\x00.conf\n",
+        "/etc/pam.d/sshd": "session required pam_limits.so conf=/etc/lim\x00its.conf\n"
+                           "@include common-\x00session\n",
+        "/etc/sysctl.d/80-nul\x01.conf": "vm.swappiness = 10\n",
         # live state with garbage in it
         "/proc/sys/vm/swappiness": "\x00\x01garbage\n",
         "/proc/sys/vm/max_map_count": "262144\n",
