@@ -153,7 +153,7 @@ def changes_since(current: RunResult, previous: RunResult | None, origin: str) -
 def load_previous(path: str) -> RunResult:
     """Read a saved JSON scan report (``--format json`` / ``--save-scan``); any problem is a
     :class:`UsageError` (exit 2) naming the file."""
-    from aiaudit.inputs import read_input
+    from aiaudit.inputs import MAX_DEPTH, read_input, too_deep
     from aiaudit.ruleset import schema
     from aiaudit.serialize import run_from_dict
 
@@ -163,6 +163,11 @@ def load_previous(path: str) -> RunResult:
     except json.JSONDecodeError as exc:
         raise UsageError(f"{path}:{exc.lineno}:{exc.colno}: not a JSON scan report: "
                          f"{exc.msg} (write one with --format json or --save-scan)") from None
+    except RecursionError:
+        raise UsageError(f"{path}: not a JSON scan report: nested too deeply") from None
+    if too_deep(data):
+        raise UsageError(f"{path}: not a JSON scan report: nested deeper than {MAX_DEPTH} "
+                         "levels")
     import jsonschema
 
     validator = jsonschema.Draft202012Validator(schema("report.schema.json"))

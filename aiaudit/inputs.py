@@ -29,3 +29,22 @@ def read_input(path: str, what: str, limit: int) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise UsageError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+
+
+MAX_DEPTH = 100
+"""Deepest nesting accepted in a saved report (a real one nests about 6 levels); schema
+validation walks the data recursively, with Python's limit of 1,000 frames."""
+
+
+def too_deep(data: object, limit: int = MAX_DEPTH) -> bool:
+    """Whether decoded JSON ``data`` nests deeper than ``limit`` (walked without recursion)."""
+    stack: list[tuple[object, int]] = [(data, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return True
+        if isinstance(node, dict):
+            stack.extend((v, depth + 1) for v in node.values())
+        elif isinstance(node, list):
+            stack.extend((v, depth + 1) for v in node)
+    return False

@@ -11,7 +11,7 @@ import json
 import sys
 
 from aiaudit.errors import UsageError
-from aiaudit.inputs import read_input
+from aiaudit.inputs import MAX_DEPTH, read_input, too_deep
 from aiaudit.model import RunResult
 
 MAX_REPORT_BYTES = 256 * 1024 * 1024
@@ -29,6 +29,10 @@ def load_report(path: str) -> RunResult:
     except json.JSONDecodeError as exc:
         raise UsageError(f"{path}: not a JSON report: line {exc.lineno} column {exc.colno}: "
                          f"{exc.msg}") from None
+    except RecursionError:
+        raise UsageError(f"{path}: not a JSON report: nested too deeply") from None
+    if too_deep(data):
+        raise UsageError(f"{path}: not a JSON report: nested deeper than {MAX_DEPTH} levels")
     import jsonschema
 
     doc = schema("report.schema.json")

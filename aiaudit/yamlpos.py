@@ -61,7 +61,12 @@ def duplicate_keys(doc: Located) -> list[str]:
 
     out: list[str] = []
 
+    walked: set[int] = set()
+
     def walk(node: yaml.Node | None) -> None:
+        if id(node) in walked:  # an alias: its node was checked where it was defined
+            return
+        walked.add(id(node))
         if isinstance(node, yaml.MappingNode):
             seen: set[str] = set()
             for k, v in node.value:
@@ -88,10 +93,67 @@ def load(text: str, origin: str, loader_class: type | None = None) -> Located:
     loader = (loader_class or _loader_class())(text)
     try:
         node = loader.get_single_node()
+        if node is not None:
+            check_aliases(node)
         data = loader.construct_document(node) if node is not None else None
     finally:
         loader.dispose()
     return Located(data, node, origin)
+
+
+MAX_DEPTH = 100
+"""Deepest nesting a document may have (aliases expanded).  Real files nest a few levels;
+Python walks the data recursively (validation, duplicate keys) with a limit of 1,000."""
+
+MAX_EXPANDED_NODES = 100_000
+"""Most nodes a document may stand for once its aliases are expanded.  A ruleset or waiver
+file has a few thousand; a "billion laughs" file (nine aliases of nine aliases of ...) has
+billions, and every later walk of the data (validation, duplicate keys) would take hours."""
+
+
+def check_aliases(root: yaml.Node) -> None:
+    """Refuse a node graph whose aliases loop (a recursive structure: validation would
+    recurse forever), that nests deeper than :data:`MAX_DEPTH` or expands to more than
+    :data:`MAX_EXPANDED_NODES` nodes.  Each node is
+    visited once (shared nodes are counted, not walked, again), without recursion; raises
+    :class:`yaml.MarkedYAMLError` at the node concerned."""
+    import yaml
+
+    def children(node: yaml.Node) -> list[yaml.Node]:
+        if isinstance(node, yaml.MappingNode):
+            return [n for pair in node.value for n in pair]
+        if isinstance(node, yaml.SequenceNode):
+            return list(node.value)
+        return []
+
+    sizes: dict[int, int] = {}
+    heights: dict[int, int] = {}
+    open_: set[int] = set()  # entered, not finished: the ancestors of what is on top
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, finished = stack.pop()
+        key = id(node)
+        if finished:
+            open_.discard(key)
+            kids = [id(c) for c in children(node)]
+            sizes[key] = size = 1 + sum(sizes[k] for k in kids)
+            heights[key] = height = 1 + max((heights[k] for k in kids), default=0)
+            if height > MAX_DEPTH:
+                raise yaml.MarkedYAMLError(problem=f"nested deeper than {MAX_DEPTH} levels",
+                                           problem_mark=node.start_mark)
+            if size > MAX_EXPANDED_NODES:
+                raise yaml.MarkedYAMLError(
+                    problem=f"aliases expand this to more than {MAX_EXPANDED_NODES} nodes",
+                    problem_mark=node.start_mark)
+            continue
+        if key in sizes:
+            continue
+        if key in open_:
+            raise yaml.MarkedYAMLError(problem="recursive alias (a node that contains itself)",
+                                       problem_mark=node.start_mark)
+        open_.add(key)
+        stack.append((node, True))
+        stack.extend((c, False) for c in children(node) if id(c) not in sizes)
 
 
 def error_message(exc: yaml.YAMLError, origin: str) -> str:

@@ -337,3 +337,28 @@ def test_fast_exit_loses_no_output(make_root, tmp_path) -> None:
                           f"{root} --format json | head -c 100", shell=True,
                           capture_output=True, text=True, env=env, cwd="/", timeout=120)
     assert head.stdout.startswith("{") and head.stderr == ""
+
+
+@pytest.mark.parametrize("name,needle", [
+    ("alias-bomb.yaml", "alias-bomb.yaml:9:4: invalid YAML: aliases expand this to more than"),
+    ("alias-recursive.yaml", "alias-recursive.yaml:7:11: invalid YAML: recursive alias"),
+    ("deep.yaml", "invalid YAML: nested deeper than 100 levels"),
+])
+def test_hostile_yaml_is_refused_quickly(name: str, needle: str) -> None:
+    """Aliases that expand exponentially or loop, and deep nesting: one message with the
+    place, at once (the alias bomb took 5 s per level before, the others crashed)."""
+    import time
+
+    t0 = time.monotonic()
+    res = cli("validate", str(RS / name))
+    assert time.monotonic() - t0 < 2
+    _usage_error(res, needle)
+
+
+@pytest.mark.parametrize("depth,needle", [(150, "nested deeper than 100 levels"),
+                                          (100_000, "nested too deeply")])
+def test_deeply_nested_json_report_is_a_usage_error(tmp_path, depth: int, needle: str) -> None:
+    report = tmp_path / "deep.json"
+    report.write_text("[" * depth + "]" * depth)
+    _usage_error(cli("render", str(report)), needle)
+    _usage_error(cli("scan", "--root", str(tmp_path), "--changes-since", str(report)), needle)

@@ -105,3 +105,16 @@ def test_self_extends_is_a_cycle(tmp_path: Path) -> None:
     f.write_text("ruleset: s\nversion: '1'\nextends: self.yaml\n")
     with pytest.raises(RulesetError, match=r"self\.yaml:3:10: 'extends' cycle"):
         ruleset.load(str(f), REG)
+
+
+def test_shared_anchors_are_fine(tmp_path: Path) -> None:
+    """Aliases within reason (params shared by rules) load; only bombs and loops are refused."""
+    f = tmp_path / "r.yaml"
+    f.write_text('ruleset: shared\nversion: "1"\n'
+                 "rules:\n"
+                 "  - id: A\n    check: kernel.sysctl\n    severity: low\n    title: a\n"
+                 "    params: &p {key: vm.swappiness, op: le, value: 10}\n"
+                 "  - id: B\n    check: kernel.sysctl\n    severity: low\n    title: b\n"
+                 "    params: *p\n")
+    rs = ruleset.load(str(f), REG)
+    assert [r.params["key"] for r in rs.rules] == ["vm.swappiness", "vm.swappiness"]
