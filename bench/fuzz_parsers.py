@@ -7,7 +7,13 @@ built from the tokens each format uses (so the fuzzer reaches deep branches, not
 first "invalid line" check).  Prints, per parser, the examples run, the time taken and any
 failure; exits 1 if a parser raised anything but ParseError.
 
+``--pathological`` feeds every parser long repetitive inputs instead (64 KiB of one token,
+after a few line prefixes): regular expressions that backtrack quadratically and integers
+too long for ``int()`` show up there, not in random text.  A parser fails when it raises
+anything but ParseError or takes more than ``--limit`` seconds on one input.
+
     .venv/bin/python bench/fuzz_parsers.py [--examples 20000] [--only NAME]
+    .venv/bin/python bench/fuzz_parsers.py --pathological [--size 65536] [--limit 2]
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ import argparse
 import importlib
 import inspect
 import pkgutil
+import signal
 import sys
 import time
 import traceback
@@ -136,10 +143,52 @@ def fuzz(fn: Callable[..., Any], examples: int) -> tuple[int, list[str]]:
     return count, failures
 
 
+PATHOLOGICAL_UNITS = ["a", " ", "\\", '"', "'", "a=", "a-", "=", "#", "[", "{", "\t", "x ",
+                      "a,", "$a", "${", "\\\n", "a.", "0", "-", ":", "/", "*", "%", "@", "<",
+                      "a\n", "\n", '="', "a b ", '"a" ', "a=b ", "(", ")", "a_"]
+PATHOLOGICAL_PREFIXES = ["", "key = ", "Include ", "NodeName=", "KERNEL==\"", "* soft nofile "]
+
+
+def pathological(fn: Callable[..., Any], size: int, limit: float) -> tuple[int, list[str]]:
+    """Run the long repetitive inputs through ``fn``; return (count, failures)."""
+    def overtime(*_args: object) -> None:
+        raise TimeoutError
+
+    nparams = len([p for p in inspect.signature(fn).parameters.values()
+                   if p.default is inspect.Parameter.empty])
+    failures: list[str] = []
+    count = 0
+    old = signal.signal(signal.SIGALRM, overtime)
+    try:
+        for prefix in PATHOLOGICAL_PREFIXES:
+            for unit in PATHOLOGICAL_UNITS:
+                text = prefix + unit * (size // len(unit))
+                count += 1
+                signal.setitimer(signal.ITIMER_REAL, limit)
+                try:
+                    fn(text, "fuzz") if nparams >= 2 else fn(text)
+                except ParseError:
+                    pass
+                except TimeoutError:
+                    failures.append(f"over {limit}s on {prefix!r} + {unit!r} x {size}")
+                except Exception as exc:
+                    failures.append(f"{type(exc).__name__}: {str(exc)[:100]} on {prefix!r} + "
+                                    f"{unit!r} x {size}")
+                finally:
+                    signal.setitimer(signal.ITIMER_REAL, 0)
+    finally:
+        signal.signal(signal.SIGALRM, old)
+    return count, failures
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--examples", type=int, default=20000)
     ap.add_argument("--only", default=None, help="substring of parser names to run")
+    ap.add_argument("--pathological", action="store_true",
+                    help="long repetitive inputs instead of random ones")
+    ap.add_argument("--size", type=int, default=65536, help="pathological input length")
+    ap.add_argument("--limit", type=float, default=2.0, help="seconds allowed per input")
     args = ap.parse_args()
     bad = 0
     total = 0
@@ -148,7 +197,8 @@ def main() -> int:
         if args.only and args.only not in name:
             continue
         t0 = time.monotonic()
-        count, failures = fuzz(fn, args.examples)
+        count, failures = (pathological(fn, args.size, args.limit) if args.pathological
+                           else fuzz(fn, args.examples))
         total += count
         took = time.monotonic() - t0
         print(f"{name:<40} {count:>9} {took:>8.1f}  {'FAIL' if failures else 'ok'}")

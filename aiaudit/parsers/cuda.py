@@ -18,7 +18,7 @@ from aiaudit.errors import ParseError
 from aiaudit.parsers import lazy_pattern
 from aiaudit.records import record
 
-_NUM = lazy_pattern(r"^\d+(?:\.\d+){0,2}$")
+_NUM = lazy_pattern(r"^\d{1,18}(?:\.\d{1,18}){0,2}$")  # 18 digits: any real version
 
 
 def vtuple(text: str) -> tuple[int, ...]:

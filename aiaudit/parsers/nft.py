@@ -175,6 +175,8 @@ def parse_json(text: str, source: str = "nft -j list ruleset") -> Ruleset:
         doc = json.loads(text)
     except ValueError as exc:
         raise ParseError(f"not JSON: {exc}", source=source) from None
+    except RecursionError:
+        raise ParseError("not nft JSON: nested too deeply", source=source) from None
     if not isinstance(doc, dict) or not isinstance(doc.get("nftables"), list):
         raise ParseError("no top-level 'nftables' array", source=source)
     items = [o for o in doc["nftables"] if isinstance(o, dict) and len(o) == 1]

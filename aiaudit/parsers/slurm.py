@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 from aiaudit.errors import ParseError
+from aiaudit.parsers import lazy_pattern
 from aiaudit.records import record
 
 RLIMIT_NAMES = ("AS", "CORE", "CPU", "DATA", "FSIZE", "MEMLOCK", "NOFILE", "NPROC", "RSS",
@@ -25,6 +26,16 @@ class Setting:
     value: str
     file: str
     line: int
+
+
+_SETTING = lazy_pattern(r'(?<![A-Za-z0-9_])[0-9_]*([A-Za-z][A-Za-z0-9_]*)=("[^"]*"|\S*)')
+"""``Key=Value``: the key is the first letter onwards of a run of word characters that ends
+in ``=``.  A match may start only where such a run starts (the lookbehind), so a long run
+without ``=`` is scanned once, not once per character (a 64 KiB line took minutes); the
+matches are those of the plain ``([A-Za-z][A-Za-z0-9_]*)=...`` (``SETTING_PLAIN``, tested
+as the oracle)."""
+
+SETTING_PLAIN = r'([A-Za-z][A-Za-z0-9_]*)=("[^"]*"|\S*)'
 
 
 def parse(text: str, file: str = "") -> tuple[list[Setting], list[tuple[int, str]]]:
@@ -49,7 +60,7 @@ def parse(text: str, file: str = "") -> tuple[list[Setting], list[tuple[int, str
         if m:
             includes.append((start, m.group(1).strip()))
             continue
-        for km in re.finditer(r'([A-Za-z][A-Za-z0-9_]*)=("[^"]*"|\S*)', line):
+        for km in _SETTING().finditer(line):
             out.append(Setting(km.group(1), km.group(2).strip('"'), file, start))
     return out, includes
 

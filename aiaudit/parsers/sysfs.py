@@ -150,8 +150,8 @@ def parse_size(text: str) -> Size:
     if t and t[-1].lower() in _SUFFIX:
         mult = _SUFFIX[t[-1].lower()]
         t = t[:-1]
-    if not t.isascii() or not t.isdigit():
-        raise ParseError(f"bad size {text!r}")
+    if not t.isascii() or not t.isdigit() or len(t) > 30:  # memparse reads 64 bits
+        raise ParseError(f"bad size {text[:40]!r}")
     return Size(bytes=int(t) << (10 * mult))
 
 

@@ -116,3 +116,16 @@ def test_any_table(doc) -> None:
         cuda.parse_driver_table(doc)
     except ParseError:
         pass
+
+
+def test_a_version_with_thousands_of_digits_is_a_parse_error() -> None:
+    """int() refuses strings over 4,300 digits with ValueError: the pattern stops them first."""
+    import pytest
+
+    from aiaudit.errors import ParseError
+    from aiaudit.parsers import cuda as cuda_mod
+
+    for text in ("1" * 5000, "12." + "0" * 5000, "1" * 19):
+        with pytest.raises(ParseError):
+            cuda_mod.vtuple(text)
+    assert cuda_mod.vtuple("11.8.20220929") == (11, 8, 20220929)

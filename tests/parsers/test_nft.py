@@ -211,3 +211,13 @@ def test_restricted_probe_reaches_named_sources_and_interfaces() -> None:
     lo = nft.parse_text("table ip t { chain i { type filter hook input priority 0; "
                         'policy drop; iif "lo" accept; ip saddr 127.0.0.0/8 accept; } }', "x")
     assert nf.decide(lo, nf.Probe(4, "tcp", 1, restricted=True)).outcome is D
+
+
+def test_deeply_nested_json_is_a_parse_error() -> None:
+    import pytest
+
+    from aiaudit.errors import ParseError
+    from aiaudit.parsers.nft import parse_json
+
+    with pytest.raises(ParseError, match="nested too deeply"):
+        parse_json("[" * 100_000 + "]" * 100_000)

@@ -34,3 +34,23 @@ def test_any_text(text: str) -> None:
         slurm.parse(text)
     except ParseError:
         assert "\x00" in text
+
+
+@given(st.text(alphabet='aZ9_= "\t,.x', max_size=60))
+def test_setting_pattern_matches_the_plain_one(line: str) -> None:
+    """The linear-time key=value pattern finds exactly what the plain one finds."""
+    import re
+
+    from aiaudit.parsers.slurm import _SETTING, SETTING_PLAIN
+
+    fast = [m.groups() for m in _SETTING().finditer(line)]
+    plain = [m.groups() for m in re.finditer(SETTING_PLAIN, line)]
+    assert fast == plain
+
+
+def test_a_long_line_without_settings_is_parsed_in_linear_time() -> None:
+    import time
+
+    t0 = time.monotonic()
+    assert slurm.parse("a" * 1_000_000 + "\n" + "NodeName=x\n")[0][0].value == "x"
+    assert time.monotonic() - t0 < 2

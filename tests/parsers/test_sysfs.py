@@ -91,3 +91,13 @@ def test_attr_strips_and_replaces() -> None:
        st.sampled_from(["1", "0", "n/a", "", "performance"]))
 def test_attr_is_equals_attr(value, text) -> None:
     assert sysfs.attr_is(value, text) == (sysfs.attr(value) == text)
+
+
+def test_a_size_with_thousands_of_digits_is_a_parse_error() -> None:
+    import pytest
+
+    from aiaudit.errors import ParseError
+    from aiaudit.parsers.sysfs import parse_size
+
+    with pytest.raises(ParseError):
+        parse_size("9" * 5000)
