@@ -16,6 +16,9 @@ from aiaudit.parsers import tuned as tp
 from aiaudit.records import record
 
 ACTIVE_PROFILE = "/etc/tuned/active_profile"
+MAX_PROFILES = 32
+"""Most profiles ``active_profile`` may merge (tuned sets one to a few; a broken or hostile
+file with thousands of words would mean thousands of profile lookups)."""
 PROFILE_DIRS = ("/etc/tuned/profiles", "/etc/tuned", "/usr/lib/tuned/profiles",
                 "/usr/lib/tuned")
 """Profile directories, highest precedence first."""
@@ -100,7 +103,11 @@ def _load(host: Host) -> TunedState:
         text = host.try_read_text(ACTIVE_PROFILE)
     except HostError as exc:
         return TunedState(enabled, reason, (), None, (), (str(exc),))
-    names = tuple(text.split()) if text else ()
+    names = tuple(dict.fromkeys(text.split())) if text else ()  # in order, once each
+    if len(names) > MAX_PROFILES:
+        return TunedState(enabled, reason, (), None, (), (
+            f"{ACTIVE_PROFILE} names {len(names)} profiles (more than {MAX_PROFILES}): "
+            "not a tuned profile list",))
     if not names:
         if enabled:
             notes.append(f"{ACTIVE_PROFILE} is absent or empty: tuned picks its recommended "

@@ -150,3 +150,14 @@ def test_shell_value_property_matches_sh(value: str) -> None:
         return
     _, env, _ = bc.parse_shell_assignments(text)
     assert env["GRUB_CMDLINE_LINUX_DEFAULT"] == out.stdout
+
+
+def test_a_long_line_of_assignments_is_linear_and_its_notes_capped() -> None:
+    import time
+
+    from aiaudit.parsers.bootcmdline import MAX_NOTES, parse_shell_assignments
+
+    t0 = time.monotonic()
+    out, env, notes = parse_shell_assignments("a=b " * 100_000)
+    assert time.monotonic() - t0 < 5 and len(out) == 100_000 and env["a"] == "b"
+    assert len(notes) == MAX_NOTES + 1 and notes[-1].startswith("... and 99")
