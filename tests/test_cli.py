@@ -193,7 +193,7 @@ def test_version() -> None:
 def test_exit_0_and_1(make_root) -> None:
     ok = cli("scan", "--ruleset", SMALL, "--root", str(make_root(GOOD)))
     assert ok.code == 0, ok.out + ok.err
-    assert "2 pass, 0 fail" in ok.out and "offline" in ok.out
+    assert "0 fail, 0 error, 2 pass" in ok.out and "offline" in ok.out
     bad = cli("scan", "--ruleset", SMALL, "--root", str(make_root(SWAP_BAD)))
     assert bad.code == 1
     assert "FAIL" in bad.out and "SMALL-SWAPPINESS" in bad.out

@@ -303,6 +303,8 @@ def build(run: RunResult, verbose: bool = False) -> list[Line]:
     """The report as lines."""
     out = _header(run)
     findings = sorted_findings(run)
+    # with --changes-since every result shown is a change: list them all, fixed ones too
+    verbose = verbose or run.scan_counts is not None
     groups = fix_groups(run)
     nfail = sum(1 for f in findings if f.status is Status.FAIL)
     if nfail:
