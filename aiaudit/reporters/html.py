@@ -43,6 +43,8 @@ from aiaudit.reporters._common import (
 STATUS_ORDER = (Status.FAIL, Status.ERROR, Status.WAIVED, Status.SKIP, Status.PASS)
 STATUS_LABEL = {Status.FAIL: "fail", Status.ERROR: "error", Status.WAIVED: "waived",
                 Status.SKIP: "not applicable", Status.PASS: "pass"}
+OPEN_FIXES = 3
+"""Fix-first entries whose steps and commands are shown unfolded."""
 DEFAULT_SHOWN = ("fail", "error", "waived")
 """Statuses shown when the URL fragment names none."""
 
@@ -243,13 +245,15 @@ def _fix_first(groups: list[FixGroup], ids: dict[int, str], out: list[str]) -> N
         out.append(f'<li id="fix-{n}">{_sev(g.severity)} <b>{len(g.findings)}</b> &times; '
                    f"{_e(' '.join([g.summary, *g.also]))}"
                    f'<div class="ids">fixes {", ".join(links)}</div>')
-        for step in g.steps:
-            out.append(f"<div>Also: {_e(step)}</div>")
-        for m in g.manual:
-            out.append(f"<div><b>By hand:</b> {_e(m)}</div>")
+        body = [f"<div>Also: {_e(step)}</div>" for step in g.steps]
+        body += [f"<div><b>By hand:</b> {_e(m)}</div>" for m in g.manual]
         shell = _fix_shell(g)
         if shell:
-            out.append(f"<pre>{_eb(shell)}</pre>")
+            body.append(f"<pre>{_eb(shell)}</pre>")
+        if body:
+            # the first fixes open; the rest fold, so a long list stays a list
+            opened = " open" if n <= OPEN_FIXES else ""
+            out.append(f"<details{opened}><summary>how</summary>{''.join(body)}</details>")
         out.append("</li>")
     out.append("</ol></section>")
 
