@@ -255,6 +255,13 @@ MAX_SUMMARIES = 2
 """A group merged from more fixes than this gets one headline; the rest become steps."""
 
 
+def _written(key: tuple) -> frozenset[tuple[str | None, str]]:
+    """The (path, content) of the files a fix key writes."""
+    if key[0] != "result":
+        return frozenset()
+    return frozenset((path, content) for kind, path, content in key[3] if kind == "file")
+
+
 def _make_group(keys: list[tuple], by_key: dict[tuple, list[Finding]]) -> FixGroup:
     g = FixGroup()
     g.findings = [f for k in keys for f in by_key[k]]
@@ -283,6 +290,11 @@ def _make_group(keys: list[tuple], by_key: dict[tuple, list[Finding]]) -> FixGro
             summaries.append(f"No fix is given: see `aiaudit explain {k[1]}`.")
     g.files = {p: "".join(b if b.endswith("\n") else b + "\n" for b in blocks)
                .rstrip("\n").split("\n") for p, blocks in written.items()}
+    # a fix that writes exactly the files the first one writes (the boot and the running
+    # variant of one firewall fix) is that fix: its summary would say the same again
+    head_files = _written(keys[0])
+    summaries = [x for k, x in zip(keys, summaries, strict=True)
+                 if k is keys[0] or not head_files or _written(k) != head_files]
     summaries = list(dict.fromkeys(summaries))
     if len(summaries) <= MAX_SUMMARIES:
         g.summary, g.also = summaries[0], summaries[1:]

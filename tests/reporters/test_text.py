@@ -318,7 +318,7 @@ def test_empty_run() -> None:
 
 
 def _bad_host_report() -> str:
-    run = scan_root(BAD_HOST)
+    run = scan_root(BAD_HOST, fail_on=Severity.MEDIUM)  # the CLI's default threshold
     run = replace(run, started="2026-01-02T03:04:05Z", duration_s=0.5,
                   host=replace(run.host, root="/mnt/bad-host"))
     return render(run, {})
@@ -395,3 +395,29 @@ def test_changes_run_keeps_whole_scan_counts_through_json(tmp_path: Path) -> Non
     jsonschema.validate(doc, schema("report.schema.json"))
     assert doc["scan_summary"]["by_severity"]["critical"]["fail"] == 1
     assert render(run_from_dict(doc), {}) == render(shown, {})
+
+
+def test_variants_writing_the_same_file_are_one_fix_said_once() -> None:
+    """The boot and the running variant of the firewall fix write the same nftables.conf
+    and differ in the command that loads it: one fix, one summary, both commands."""
+    body = "cat > /etc/nftables.conf <<'EOF'\nflush ruleset\nEOF\n"
+    boot = Remediation("No firewall loads at boot: write it.",
+                       (Snippet.command(body + "systemctl enable --now nftables"),))
+    now = Remediation("Replace it and load it.",
+                      (Snippet.command(body + "systemctl reload nftables"),))
+    grub_a = Remediation("Add a=1 to the kernel command line.", (
+        Snippet.file("/etc/default/grub.d/99-aiaudit.cfg", "A=1\n"),))
+    grub_b = Remediation("Add b=2 to the kernel command line.", (
+        Snippet.file("/etc/default/grub.d/99-aiaudit.cfg", "B=2\n"),))
+    run = _run((_finding("FW", Severity.HIGH, Status.FAIL, subject="boot", remediation=boot),
+                _finding("FW", Severity.HIGH, Status.FAIL, subject="now", remediation=now),
+                _finding("GA", Severity.LOW, Status.FAIL, remediation=grub_a),
+                _finding("GB", Severity.LOW, Status.FAIL, remediation=grub_b)))
+    fw, grub = fix_groups(run)
+    assert fw.summary == "No firewall loads at boot: write it." and fw.also == []
+    assert fw.commands == ["systemctl enable --now nftables", "systemctl reload nftables"]
+    # different lines for one file: both summaries stay (they say different things)
+    assert grub.also == ["Add b=2 to the kernel command line."]
+    assert grub.files == {"/etc/default/grub.d/99-aiaudit.cfg": ["A=1", "B=2"]}
+    text = render(run, {})
+    assert text.count("flush ruleset") == 1 and "Replace it and load it" not in text
