@@ -421,3 +421,24 @@ def test_variants_writing_the_same_file_are_one_fix_said_once() -> None:
     assert grub.files == {"/etc/default/grub.d/99-aiaudit.cfg": ["A=1", "B=2"]}
     text = render(run, {})
     assert text.count("flush ruleset") == 1 and "Replace it and load it" not in text
+
+
+@pytest.mark.parametrize("fmt", ["text", "html"])
+def test_hostile_host_tree_end_to_end(tmp_path: Path, fmt: str) -> None:
+    """A scanned image whose hostname, file names and config values carry terminal escapes:
+    the CLI's report shows them escaped, and no control character reaches stdout."""
+    from tests.helpers import cli
+
+    root = tmp_path / "root"
+    (root / "etc" / "sysctl.d").mkdir(parents=True)
+    (root / "etc" / "hostname").write_text("evil\x1b]0;owned\x07\n")
+    (root / "etc" / "sysctl.d" / "10-\x1b[2J\r.conf").write_text(
+        "vm.swappiness = 60\x1b[31m\n")
+    (root / "etc" / "os-release").write_text('PRETTY_NAME="Deb\x1b[5mian\x9b"\nID=debian\n')
+    r = cli("scan", "--root", str(root), "--offline", "--format", fmt,
+            "--only", "SYSCTL-VM-SWAPPINESS")
+    assert r.code in (0, 1, 3), r.err
+    for bad in ("\x1b", "\x07", "\r", "\x9b"):
+        assert bad not in r.out, repr(bad)
+    assert "evil\\x1b]0;owned\\x07" in r.out
+    assert "10-\\x1b[2J\\x0d.conf" in r.out
