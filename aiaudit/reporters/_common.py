@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import field
-from typing import Iterable
+from typing import Iterable, Mapping
 
 from aiaudit.model import Finding, RunResult, Severity, Status
 from aiaudit.records import record
@@ -361,3 +361,35 @@ def no_user_skips_of(findings: Iterable[Finding]) -> list[Finding]:
     """Those of ``findings`` skipped because no training user is known."""
     return [f for f in findings
             if f.status is Status.SKIP and f.result.message.startswith(SKIP_NO_USER)]
+
+
+def plural(n: int, word: str) -> str:
+    """``1 result``, ``2 results``, ``2 fixes``."""
+    return f"{n} {word}{'' if n == 1 else 'es' if word.endswith(('x', 's')) else 's'}"
+
+
+def whole_scan_counts(run: RunResult) -> Mapping[str, Mapping[str, int]]:
+    """Counts per severity and status of the whole scan (also when only the changes of a
+    ``--changes-since`` run are listed): what the exit code is computed from."""
+    return run.scan_counts if run.scan_counts is not None else run.counts_by_severity()
+
+
+def verdict(run: RunResult) -> tuple[int, str]:
+    """The exit code the scan's counts give and one sentence saying what it means (as
+    :func:`aiaudit.runner.exit_status` with the default ``--on-error code``)."""
+    whole = whole_scan_counts(run)
+    rank = run.fail_on.rank
+
+    def at_or_above(status: str) -> int:
+        return sum(int(whole.get(s.value, {}).get(status, 0)) for s in Severity
+                   if s.rank >= rank)
+
+    at = f"at or above --fail-on {run.fail_on.value}"
+    if at_or_above("fail"):
+        return 1, (f"Exit code 1 (findings): {plural(at_or_above('fail'), 'failure')} {at}. "
+                   "The scan itself worked; 1 means the host needs the fixes above.")
+    if at_or_above("error"):
+        return 3, (f"Exit code 3 (not evaluated): no failure {at}, but "
+                   f"{plural(at_or_above('error'), 'rule')} {at} could not be evaluated "
+                   "(--on-error pass|fail changes this code).")
+    return 0, f"Exit code 0: no failure {at}."

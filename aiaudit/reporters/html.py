@@ -36,8 +36,11 @@ from aiaudit.reporters._common import (
     human_safe,
     no_user_skips,
     plain_expected,
+    plural,
     safe_id,
     sorted_findings,
+    verdict,
+    whole_scan_counts,
 )
 
 STATUS_ORDER = (Status.FAIL, Status.ERROR, Status.WAIVED, Status.SKIP, Status.PASS)
@@ -158,10 +161,6 @@ def _badge(s: Status) -> str:
     return f'<span class="badge s-{s.value}">{STATUS_LABEL[s]}</span>'
 
 
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 'es' if word.endswith(('x', 's')) else 's'}"
-
-
 def _header(run: RunResult, out: list[str]) -> None:
     h = run.host
     out.append(f"<header><h1>aiaudit report: {_e(h.hostname)}</h1>")
@@ -182,7 +181,7 @@ def _header(run: RunResult, out: list[str]) -> None:
         if v:
             out.append(f"<dt>{k}</dt><dd>{_e(v)}</dd>")
     out.append("</dl>")
-    whole = run.scan_counts if run.scan_counts is not None else run.counts_by_severity()
+    whole = whole_scan_counts(run)
     status = {s.value: sum(int(whole.get(sev.value, {}).get(s.value, 0)) for sev in Severity)
               for s in Status}
     out.append('<div class="counts" id="counts">')
@@ -194,20 +193,8 @@ def _header(run: RunResult, out: list[str]) -> None:
     if sev_txt:
         out.append(f'<span class="count">failures: {sev_txt}</span>')
     out.append("</div>")
-    rank = run.fail_on.rank
-    gate_fail = sum(int(whole.get(s.value, {}).get("fail", 0)) for s in Severity
-                    if s.rank >= rank)
-    gate_err = sum(int(whole.get(s.value, {}).get("error", 0)) for s in Severity
-                   if s.rank >= rank)
-    at = f"at or above --fail-on {run.fail_on.value}"
-    if gate_fail:
-        code, text = 1, (f"Exit code 1 (findings): {_plural(gate_fail, 'failure')} {at}. "
-                         "The scan worked; the host needs the fixes below.")
-    elif gate_err:
-        code, text = 3, (f"Exit code 3 (not evaluated): no failure {at}, but "
-                         f"{_plural(gate_err, 'rule')} {at} could not be evaluated.")
-    else:
-        code, text = 0, f"Exit code 0: no failure {at}."
+    code, text = verdict(run)
+    text = text.replace("the fixes above", "the fixes below")
     out.append(f'<p class="verdict v{code}" id="verdict">{_e(text)}</p>')
     if run.scan_counts is not None:
         out.append(f'<p class="note">Only the {len(run.findings)} results that changed since '
@@ -233,8 +220,8 @@ def _fix_shell(g: FixGroup) -> str:
 
 def _fix_first(groups: list[FixGroup], ids: dict[int, str], out: list[str]) -> None:
     nfail = sum(len(g.findings) for g in groups)
-    out.append(f'<section id="fix-first"><h2>Fix first: {_plural(len(groups), "fix")} for '
-               f"{_plural(nfail, 'failure')}, worst first</h2><ol class=\"fixes\">")
+    out.append(f'<section id="fix-first"><h2>Fix first: {plural(len(groups), "fix")} for '
+               f"{plural(nfail, 'failure')}, worst first</h2><ol class=\"fixes\">")
     for n, g in enumerate(groups, 1):
         links = []
         for rid in g.rule_ids:

@@ -39,7 +39,10 @@ from aiaudit.reporters._common import (
     no_user_skips,
     no_user_skips_of,
     plain_expected,
+    plural,
     sorted_findings,
+    verdict,
+    whole_scan_counts,
 )
 
 Segment = tuple[str, str]
@@ -80,10 +83,6 @@ class Line:
 
 def _s(value: object) -> str:
     return human_safe(value)
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 'es' if word.endswith(('x', 's')) else 's'}"
 
 
 def _change_tag(f: Finding) -> str:
@@ -140,7 +139,7 @@ def _fix_block(n: int, g: FixGroup) -> list[Line]:
     out = [Line([]), Line([
         (f"Fix {n}", "bold green"), (" · ", "dim"),
         (g.severity.value, SEVERITY_STYLE[g.severity]), (" · ", "dim"),
-        (_plural(len(g.findings), "result"), ""),
+        (plural(len(g.findings), "result"), ""),
         (" (what it does: see Fix first, at the end)", "dim")])]
     for rule_findings in _by_rule(g.findings):
         out.append(_rule_line(rule_findings[0], 2))
@@ -183,7 +182,7 @@ def _header(run: RunResult) -> list[Line]:
     if no_user:
         ids = ", ".join(dict.fromkeys(_s(f.rule_id) for f in no_user))
         out.append(Line([("Note: ", "bold yellow"), (
-            f"{_plural(len(no_user), 'rule')} about the training user's limits were not "
+            f"{plural(len(no_user), 'rule')} about the training user's limits were not "
             f"evaluated because no training user is known ({ids}). Name one with "
             "--user NAME (or run under sudo or a Slurm job, or set settings.user in the "
             "ruleset).", "yellow")]))
@@ -204,10 +203,10 @@ def _skipped(skips: list[Finding], verbose: bool) -> list[Line]:
             reasons.setdefault(f.result.message, []).append(f)
     if no_user:
         out.append(Line([("no training user is known (see the note at the top)", ""),
-                         (f": {_plural(len(no_user), 'rule')}", "bold")], 2))
+                         (f": {plural(len(no_user), 'rule')}", "bold")], 2))
     for reason, items in sorted(reasons.items(), key=lambda kv: (-len(kv[1]), kv[0])):
         ids = list(dict.fromkeys(f.rule_id for f in items))
-        out.append(Line([(_s(reason), ""), (f": {_plural(len(ids), 'rule')}", "bold")], 2))
+        out.append(Line([(_s(reason), ""), (f": {plural(len(ids), 'rule')}", "bold")], 2))
         out.append(Line([(", ".join(_s(i) for i in ids), "dim")], 4))
     return out
 
@@ -218,8 +217,8 @@ the list fits the last 20 lines of the report."""
 
 
 def _fix_first(groups: list[FixGroup], nfail: int) -> list[Line]:
-    out = [Line([]), Line([(f"Fix first ({_plural(len(groups), 'fix')} for "
-                            f"{_plural(nfail, 'failure')}, worst first; each is shown in "
+    out = [Line([]), Line([(f"Fix first ({plural(len(groups), 'fix')} for "
+                            f"{plural(nfail, 'failure')}, worst first; each is shown in "
                             "full above)", "bold underline")])]
     for n, g in enumerate(groups[:MAX_FIX_FIRST], 1):
         ids = []
@@ -227,14 +226,14 @@ def _fix_first(groups: list[FixGroup], nfail: int) -> list[Line]:
             k = len(g.subjects(rid))
             ids.append(_s(rid) + (f" ({k} results)" if k > 1 else ""))
         out.append(Line([(f"{n}. ", "bold"), (g.severity.value, SEVERITY_STYLE[g.severity]),
-                         (f", {_plural(len(g.findings), 'result')}: ", ""),
+                         (f", {plural(len(g.findings), 'result')}: ", ""),
                          (_s(" ".join([g.summary, *g.also])), "")], 2))
         out.append(Line([("fixes " + ", ".join(ids), "dim")], 5))
     rest = groups[MAX_FIX_FIRST:]
     if rest:
         n = sum(len(g.findings) for g in rest)
         worst = max((g.severity for g in rest), key=lambda s: s.rank)
-        out.append(Line([(f"and {_plural(len(rest), 'more fix')} ({_plural(n, 'result')}, "
+        out.append(Line([(f"and {plural(len(rest), 'more fix')} ({plural(n, 'result')}, "
                           f"{worst.value} at worst): Fix {MAX_FIX_FIRST + 1} onwards above",
                           "dim")], 2))
     return out
@@ -253,8 +252,7 @@ def _counts(by_sev: Mapping[str, Mapping[str, int]]) -> tuple[dict[str, int], di
 
 
 def _summary(run: RunResult) -> list[Line]:
-    whole = run.scan_counts if run.scan_counts is not None else run.counts_by_severity()
-    status, failed = _counts(whole)
+    status, failed = _counts(whole_scan_counts(run))
     total = sum(status.values())
     sev_txt = ", ".join(f"{failed[s.value]} {s.value}" for s in reversed(Severity)
                         if s.value in failed)
@@ -267,11 +265,11 @@ def _summary(run: RunResult) -> list[Line]:
                 kinds[str(change.get("kind"))] = kinds.get(str(change.get("kind")), 0) + 1
         shown = ", ".join(f"{n} {_s(k)}" for k, n in sorted(kinds.items())) or "none"
         out.append(Line([("Changes shown: ", "bold"),
-                         (f"{_plural(len(run.findings), 'result')} ({shown}); the totals "
+                         (f"{plural(len(run.findings), 'result')} ({shown}); the totals "
                           "below are of the whole scan and decide the exit code", "")]))
     out.append(Line([
         ("Summary: ", "bold"),
-        (f"{_plural(len(run.rules), 'rule')}, {_plural(total, 'result')}: ", ""),
+        (f"{plural(len(run.rules), 'rule')}, {plural(total, 'result')}: ", ""),
         (f"{status['fail']} fail" + (f" ({sev_txt})" if sev_txt else ""),
          "bold red" if status["fail"] else ""), (", ", ""),
         (f"{status['error']} error", "bold magenta" if status["error"] else ""), (", ", ""),
@@ -279,23 +277,9 @@ def _summary(run: RunResult) -> list[Line]:
         (f"{status['skip']} not applicable", "dim"), (", ", ""),
         (f"{status['waived']} waived", "yellow" if status["waived"] else ""),
     ]))
-    rank = run.fail_on.rank
-    gate_fail = sum(whole.get(s.value, {}).get("fail", 0) for s in Severity if s.rank >= rank)
-    gate_err = sum(whole.get(s.value, {}).get("error", 0) for s in Severity if s.rank >= rank)
-    at = f"at or above --fail-on {run.fail_on.value}"
-    if gate_fail:
-        verdict = (f"Exit code 1 (findings): {_plural(gate_fail, 'failure')} {at}. "
-                   "The scan itself worked; 1 means the host needs the fixes above.")
-        style = "bold red"
-    elif gate_err:
-        verdict = (f"Exit code 3 (not evaluated): no failure {at}, but "
-                   f"{_plural(gate_err, 'rule')} {at} could not be evaluated "
-                   "(--on-error pass|fail changes this code).")
-        style = "bold magenta"
-    else:
-        verdict = f"Exit code 0: no failure {at}."
-        style = "bold green"
-    out.append(Line([(verdict, style)]))
+    code, text = verdict(run)
+    style = {1: "bold red", 3: "bold magenta"}.get(code, "bold green")
+    out.append(Line([(text, style)]))
     return out
 
 
@@ -333,8 +317,8 @@ def build(run: RunResult, verbose: bool = False) -> list[Line]:
                 out.append(_rule_line(f, 0))
                 out += _result_lines(f, 4)
         else:
-            out.append(Line([(f"Passed: {_plural(len(passed), 'result')} "
-                              f"of {_plural(len({f.rule_id for f in passed}), 'rule')} "
+            out.append(Line([(f"Passed: {plural(len(passed), 'result')} "
+                              f"of {plural(len({f.rule_id for f in passed}), 'rule')} "
                               "(-v lists them)", "green")]))
     if run.notices:
         out += [Line([]), Line([("Notices", "bold underline")])]
