@@ -389,7 +389,7 @@ def verdict(run: RunResult) -> tuple[int, str]:
         return 1, (f"Exit code 1 (findings): {plural(at_or_above('fail'), 'failure')} {at}. "
                    "The scan itself worked; 1 means the host needs the fixes above.")
     if at_or_above("error"):
-        return 3, (f"Exit code 3 (not evaluated): no failure {at}, but "
-                   f"{plural(at_or_above('error'), 'rule')} {at} could not be evaluated "
-                   "(--on-error pass|fail changes this code).")
+        return 3, (f"Exit code 3 (not evaluated; 0 with --on-error pass or --prolog, 1 with "
+                   f"--on-error fail): no failure {at}, but "
+                   f"{plural(at_or_above('error'), 'rule')} {at} could not be evaluated.")
     return 0, f"Exit code 0: no failure {at}."
