@@ -228,7 +228,8 @@ def test_changes_summary_agrees_with_the_exit_code() -> None:
 
 def test_exit_code_meaning_for_errors_and_clean_runs() -> None:
     err = _run((_finding("E", Severity.HIGH, Status.ERROR),))
-    assert render(err, {}).splitlines()[-1].startswith("Exit code 3 (not evaluated; 0 with --on-error pass")
+    assert render(err, {}).splitlines()[-1].startswith(
+        "Exit code 3 (not evaluated; 0 with --on-error pass")
     ok = _run((_finding("P", Severity.HIGH, Status.PASS),))
     assert render(ok, {}).splitlines()[-1] == (
         "Exit code 0: no failure at or above --fail-on medium.")
