@@ -99,3 +99,29 @@ def test_rules_unknown_tag_is_a_usage_error(rs) -> None:
     r = cli("rules", "--tag", "nope")
     assert r.code == 2 and "unknown tag nope" in r.err and "(tags: " in r.err
     assert rules_table(rs, ["ssh"]).count("\n") == 17
+
+
+def test_hostile_ruleset_text_is_escaped(tmp_path) -> None:
+    """A third-party ruleset's title, rationale, references and params reach a terminal
+    through explain/rules only escaped."""
+    evil = "x\\e]0;owned\\a\\e[2J\\r\\u202e"
+    (tmp_path / "evil.yaml").write_text(f'''\
+ruleset: evil
+version: "1"
+description: d
+rules:
+  - id: EVIL-ONE
+    check: kernel.sysctl
+    severity: low
+    title: "Ensure {evil}"
+    params: {{key: "vm.swappiness", op: le, value: 10, kernel_default: 60}}
+    rationale: "why {evil}"
+    references: ["ref {evil}"]
+    tags: [memory]
+''')
+    for args in (("explain", "evil-one"), ("rules", "--tag", "memory")):
+        r = cli(*args, "--ruleset", str(tmp_path / "evil.yaml"))
+        assert r.code == 0, r.err
+        for bad in ("\x1b", "\x07", "\r", "\u202e"):
+            assert bad not in r.out, (args, repr(bad))
+        assert "x\\x1b]0;owned\\x07\\x1b[2J\\x0d\\u202e" in r.out
