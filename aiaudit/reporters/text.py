@@ -75,6 +75,8 @@ class Line:
     """Columns of indent, kept on wrapped continuation lines."""
     wrap: bool = True
     """False for shell lines: a wrapped command would not paste."""
+    hang: int = 0
+    """Further indent of wrapped continuation lines (a numbered list item's text)."""
 
     def plain(self) -> str:
         """The line without styles."""
@@ -216,6 +218,10 @@ MAX_FIX_FIRST = 6
 the list fits the last 20 lines of the report."""
 
 
+MAX_IDS = 6
+"""Rule ids named per entry of the closing list (all of them are listed with the fix)."""
+
+
 def _fix_first(groups: list[FixGroup], nfail: int) -> list[Line]:
     out = [Line([]), Line([(f"Fix first ({plural(len(groups), 'fix')} for "
                             f"{plural(nfail, 'failure')}, worst first; each is shown in "
@@ -227,8 +233,11 @@ def _fix_first(groups: list[FixGroup], nfail: int) -> list[Line]:
             ids.append(_s(rid) + (f" ({k} results)" if k > 1 else ""))
         out.append(Line([(f"{n}. ", "bold"), (g.severity.value, SEVERITY_STYLE[g.severity]),
                          (f", {plural(len(g.findings), 'result')}: ", ""),
-                         (_s(" ".join([g.summary, *g.also])), "")], 2))
-        out.append(Line([("fixes " + ", ".join(ids), "dim")], 5))
+                         (_s(" ".join([g.summary, *g.also])), "")], 2, hang=3))
+        shown = ", ".join(ids[:MAX_IDS]) + (
+            f", and {len(ids) - MAX_IDS} more rules (listed under Fix {n})"
+            if len(ids) > MAX_IDS else "")
+        out.append(Line([("fixes " + shown, "dim")], 5))
     rest = groups[MAX_FIX_FIRST:]
     if rest:
         n = sum(len(g.findings) for g in rest)
@@ -355,10 +364,12 @@ def render(run: RunResult, options: Mapping[str, Any]) -> str:
             continue
         # wrap at word boundaries ourselves, so continuation lines keep the indent and
         # carry no trailing padding (Padding would fill every line to the full width)
-        for part in text.wrap(console, max(20, console.width - line.indent),
-                              overflow="fold"):
+        hang = Text(" " * (line.indent + line.hang))
+        parts = text.wrap(console, max(20, console.width - line.indent - line.hang),
+                          overflow="fold")
+        for k, part in enumerate(parts):
             part.rstrip()
-            console.print(pad + part, soft_wrap=True)
+            console.print((pad if k == 0 else hang) + part, soft_wrap=True)
     return buf.getvalue()
 
 
