@@ -132,6 +132,14 @@ def human_safe(text: object, *, newlines: bool = False) -> str:
                    str(text))
 
 
+def html_safe(text: object, *, block: bool = False) -> str:
+    """``text`` for HTML text or a quoted attribute: control characters shown escaped
+    (:func:`human_safe`), then ``& < > " '`` escaped; ``block`` keeps line feeds (``<pre>``)."""
+    import html
+
+    return html.escape(human_safe(text, newlines=block), quote=True)
+
+
 # --- Fix-first grouping (text and HTML reports) -------------------------------------------
 
 

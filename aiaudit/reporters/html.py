@@ -23,7 +23,6 @@ visible ``\\xNN`` (:func:`~aiaudit.reporters._common.human_safe`), then HTML-esc
 
 from __future__ import annotations
 
-import html
 from typing import Any, Mapping
 
 from aiaudit.api import ReporterSpec, RunResult, hookimpl
@@ -33,7 +32,7 @@ from aiaudit.reporters._common import (
     evidence_text,
     fix_groups,
     heredoc,
-    human_safe,
+    html_safe,
     no_user_skips,
     plain_expected,
     plural,
@@ -140,13 +139,11 @@ window.addEventListener('hashchange',function(){set(parse());apply();});
 
 
 def _e(value: object) -> str:
-    """A value for HTML text or a quoted attribute: control characters shown, then escaped."""
-    return html.escape(human_safe(value), quote=True)
+    return html_safe(value)
 
 
 def _eb(value: object) -> str:
-    """Like :func:`_e` for a multi-line block (``<pre>``): line feeds kept."""
-    return html.escape(human_safe(value, newlines=True), quote=True)
+    return html_safe(value, block=True)
 
 
 def _area(check: str) -> str:

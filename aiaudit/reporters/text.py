@@ -142,7 +142,7 @@ def _fix_block(n: int, g: FixGroup) -> list[Line]:
         (f"Fix {n}", "bold green"), (" · ", "dim"),
         (g.severity.value, SEVERITY_STYLE[g.severity]), (" · ", "dim"),
         (plural(len(g.findings), "result"), ""),
-        (" (what it does: see Fix first, at the end)", "dim")])]
+        (" (described under Fix first, at the end)", "dim")])]
     for rule_findings in _by_rule(g.findings):
         out.append(_rule_line(rule_findings[0], 2))
         for f in rule_findings:
