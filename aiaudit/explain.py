@@ -52,20 +52,25 @@ def find_rule(rs: Ruleset, rule_id: str) -> Rule:
 
 
 def probe(rs: Ruleset, rules: Sequence[Rule]) -> dict[str, list[Result]]:
-    """Each rule's results on the stock probe root (see the module docstring)."""
+    """Each rule's results on the stock probe root (see the module docstring); none when
+    no temporary directory can be made."""
     from aiaudit.host import Host
     from aiaudit.runner import ScanOptions, scan
 
     if not rules:
         return {}
-    with tempfile.TemporaryDirectory(prefix="aiaudit-probe-") as root:
-        for rel, text in PROBE_FILES.items():
-            path = os.path.join(root, rel)
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            with open(path, "w", encoding="utf-8") as fh:
-                fh.write(text)
-        run = scan(rs, Host(root, live=False),
-                   ScanOptions(only=tuple(r.id for r in rules), rule_timeout=5.0))
+    try:
+        with tempfile.TemporaryDirectory(prefix="aiaudit-probe-") as root:
+            for rel, text in PROBE_FILES.items():
+                path = os.path.join(root, rel)
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                with open(path, "w", encoding="utf-8") as fh:
+                    fh.write(text)
+            run = scan(rs, Host(root, live=False),
+                       ScanOptions(only=tuple(r.id for r in rules), rule_timeout=5.0))
+    except OSError:
+        # no writable temporary directory (a read-only container): explain without it
+        return {}
     out: dict[str, list[Result]] = {}
     for f in run.findings:
         out.setdefault(f.rule_id, []).append(f.result)

@@ -125,3 +125,12 @@ rules:
         for bad in ("\x1b", "\x07", "\r", "\u202e"):
             assert bad not in r.out, (args, repr(bad))
         assert "x\\x1b]0;owned\\x07\\x1b[2J\\x0d\\u202e" in r.out
+
+
+def test_explain_without_a_writable_temporary_directory(monkeypatch) -> None:
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", "/nonexistent/aiaudit-no-tmp")
+    r = cli("explain", "SYSCTL-VM-SWAPPINESS")
+    assert r.code == 0, r.err
+    assert "expected: vm.swappiness <= 10" in r.out and "Each failing result" in r.out
