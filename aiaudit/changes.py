@@ -118,6 +118,7 @@ def changes_since(current: RunResult, previous: RunResult | None, origin: str) -
     marked in ``data["change"]``, with a summary and the gone results as notices.
     ``previous=None`` (first run of ``--state``) reports every result."""
     changes, gone, unchanged = diff(previous, current)
+    current = replace(current, scan_counts=current.counts_by_severity())
     prev_run = previous.run_id if previous is not None else None
     findings = []
     for ch in changes:

@@ -143,8 +143,14 @@ def _populate_scan(s: argparse.ArgumentParser) -> None:
 
 
 def _populate_explain(e: argparse.ArgumentParser) -> None:
-    e.add_argument("rule_id", metavar="RULE_ID")
+    e.add_argument("rule_id", metavar="RULE_ID", help="rule id (any case)")
     _add_ruleset(e)
+
+
+def _populate_rules(r: argparse.ArgumentParser) -> None:
+    _add_ruleset(r)
+    r.add_argument("--tag", action="append", default=[], metavar="TAG",
+                   help="only rules with this tag (repeatable: any of them)")
 
 
 def _populate_validate(v: argparse.ArgumentParser) -> None:
@@ -414,43 +420,17 @@ def _write(path: str, text: str) -> None:
 
 def cmd_rules(args: argparse.Namespace) -> int:
     """``aiaudit rules``."""
-    rs = _load_ruleset(args.ruleset)
-    width = max((len(r.id) for r in rs.rules), default=10)
-    print(f"# {rs.name} {rs.version}: {len(rs.rules)} rules")
-    for r in rs.rules:
-        print(f"{r.id:<{width}}  {r.info.severity.value:<8}  {r.info.title}")
+    from aiaudit.explain import rules_table
+
+    sys.stdout.write(rules_table(_load_ruleset(args.ruleset), args.tag))
     return ExitCode.OK
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
     """``aiaudit explain RULE_ID``."""
-    import json
+    from aiaudit.explain import explain
 
-    rs = _load_ruleset(args.ruleset)
-    rule = rs.get(args.rule_id)
-    if rule is None:
-        raise UsageError(f"unknown rule {args.rule_id!r} in ruleset {rs.name}")
-    i = rule.info
-    print(f"{i.id}: {i.title}")
-    print(f"severity: {i.severity.value}   check: {i.check}   ruleset: {rs.name} {rs.version}")
-    if i.tags:
-        print(f"tags: {', '.join(i.tags)}")
-    if i.rationale:
-        print(f"\nWhy it matters:\n  {i.rationale.strip()}")
-    print(f"\nWhat it checks:\n  {rule.check.title}.")
-    if rule.check.description:
-        print(f"  {rule.check.description.strip()}")
-    print(f"  params: {json.dumps(dict(rule.params), sort_keys=True)}")
-    print(f"  scan modes: {', '.join(rule.check.modes)}")
-    if i.remediation:
-        print(f"\nHow to fix:\n  {i.remediation.strip()}")
-    else:
-        print("\nHow to fix:\n  Each failing result carries its own fix (file drop-ins and "
-              "commands); see the scan report.")
-    if i.references:
-        print("\nReferences:")
-        for ref in i.references:
-            print(f"  - {ref}")
+    sys.stdout.write(explain(_load_ruleset(args.ruleset), args.rule_id))
     return ExitCode.OK
 
 
@@ -498,7 +478,8 @@ _SUBCOMMANDS: dict[str, tuple[Callable[[argparse.ArgumentParser], None], dict[st
     "scan": (_populate_scan, {"help": "scan the host or a root filesystem",
                               "epilog": EXIT_CODES_HELP + "\n" + MODES_HELP,
                               "formatter_class": _RawFormatter}),
-    "rules": (_add_ruleset, {"help": "list the rules of a ruleset"}),
+    "rules": (_populate_rules, {"help": "list the rules of a ruleset: id, severity, "
+                                        "expected value, title"}),
     "explain": (_populate_explain, {"help": "explain a rule: rationale, references, fix"}),
     "validate": (_populate_validate,
                  {"help": "validate a ruleset file and report every problem"}),

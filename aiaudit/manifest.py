@@ -39,6 +39,7 @@ BUILTIN_CHECKS: dict[str, str] = {
 
 BUILTIN_REPORTERS: dict[str, str] = {
     "events": "aiaudit.reporters.events",
+    "html": "aiaudit.reporters.html",
     "json": "aiaudit.reporters.json",
     "junit": "aiaudit.reporters.junit",
     "prometheus": "aiaudit.reporters.prometheus",

@@ -258,6 +258,15 @@ class RunResult:
     fail_on: Severity = Severity.HIGH
     notices: tuple[str, ...] = ()
     """Run-level remarks (expired or unused waivers, deadline reached...)."""
+    training_user: str | None = None
+    """The training user the limits rules judged (``None``: none was known)."""
+    training_user_source: str | None = None
+    """Where :attr:`training_user` came from: ``--user``, ``$SUDO_USER``,
+    ``$SLURM_JOB_USER`` or ``ruleset settings.user``."""
+    scan_counts: Mapping[str, Mapping[str, int]] | None = None
+    """Counts per severity and status of the whole scan when :attr:`findings` is a subset
+    (``--changes-since``/``--state`` show only changes); ``None`` when they are the whole
+    scan.  The exit code is computed from the whole scan, so reports show these totals."""
 
     def counts(self) -> dict[str, int]:
         """Number of findings per effective status (every status present, zeros kept)."""
@@ -267,7 +276,7 @@ class RunResult:
         return out
 
     def counts_by_severity(self) -> dict[str, dict[str, int]]:
-        """Number of findings per severity and effective status."""
+        """Number of findings per severity and effective status (of :attr:`findings`)."""
         out = {sev.value: {s.value: 0 for s in Status} for sev in Severity}
         for f in self.findings:
             out[f.severity.value][f.status.value] += 1

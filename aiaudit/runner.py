@@ -282,6 +282,8 @@ def scan(ruleset: Ruleset, host: Host, options: ScanOptions,
         findings=tuple(findings),
         fail_on=options.fail_on,
         notices=tuple(notices),
+        training_user=options.user,
+        training_user_source=options.user_source,
     )
 
 

@@ -119,6 +119,12 @@ def run_dict(run: RunResult) -> dict[str, Any]:
         "summary": {"total": len(run.findings), "by_status": run.counts(),
                     "by_severity": run.counts_by_severity()},
         "notices": list(run.notices),
+        **({"training_user": _drop_none({"name": run.training_user,
+                                         "source": run.training_user_source})}
+           if run.training_user else {}),
+        **({"scan_summary": {"by_severity": {k: dict(v) for k, v in
+                                             run.scan_counts.items()}}}
+           if run.scan_counts is not None else {}),
         "rules": [rule_dict(r) for r in run.rules],
         "results": [finding_dict(f) for f in run.findings],
     }
@@ -167,4 +173,7 @@ def run_from_dict(d: dict[str, Any]) -> RunResult:
                      ruleset=d["ruleset"]["name"], ruleset_version=d["ruleset"]["version"],
                      rules=rules, findings=tuple(findings),
                      fail_on=Severity(d.get("fail_on", "high")),
-                     notices=tuple(d.get("notices", ())))
+                     notices=tuple(d.get("notices", ())),
+                     training_user=(d.get("training_user") or {}).get("name"),
+                     training_user_source=(d.get("training_user") or {}).get("source"),
+                     scan_counts=(d.get("scan_summary") or {}).get("by_severity"))

@@ -111,8 +111,12 @@ def test_cli_changes_since(scripted, tmp_path: Path) -> None:  # noqa: F811
     from aiaudit.ruleset import schema
     jsonschema.validate(doc, schema("report.schema.json"))
     text = _scan(after, tmp_path, "--changes-since", str(prev)).out
-    assert "FAIL   high     R-OK  - (added, was pass)" in text
-    assert "R-FIX  a (fixed, was fail)" in text
+    assert "    - (added, was pass): " in text and "R-OK" in text
+    assert "    a (fixed, was fail): " in text and "R-FIX" in text
+    # the summary agrees with the exit code: the totals are those of the whole scan
+    assert "Changes shown: 2 results (1 added, 1 fixed)" in text
+    assert "Summary: 3 rules, 3 results: 2 fail (2 high)" in text
+    assert text.rstrip().splitlines()[-1].startswith("Exit code 1 (findings): 2 failures")
     # nothing changed: nothing reported, exit code still 1
     prev2 = tmp_path / "prev2.json"
     _scan(after, tmp_path, "--output", f"json:{prev2}")

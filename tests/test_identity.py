@@ -103,5 +103,5 @@ def test_every_output_names_the_host(make_root) -> None:
                     "root": os.path.realpath(root), "mode": "offline",
                     "image_id": "gpu-node:7"}
     text = cli("scan", "--root", str(root), "--only", "SYSCTL-VM-SWAPPINESS").out
-    assert text.splitlines()[0].endswith(
-        f"host img  offline, root {os.path.realpath(root)}, image gpu-node:7")
+    assert text.splitlines()[0].endswith(" · host img, image gpu-node:7")
+    assert text.splitlines()[1].startswith(f"offline scan of root {os.path.realpath(root)} ")

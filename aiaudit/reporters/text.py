@@ -1,8 +1,26 @@
-"""``text`` reporter: a readable report, grouped by status and severity.
+"""``text`` reporter: a report a person acts on, with what to fix at the end.
 
-With ``options["color"]`` it is rendered with rich (colours by severity and status);
-otherwise it is plain text, built without importing rich (fast, and right for pipes, files
-and ``NO_COLOR``).
+Order (the last screen of a terminal is what a person reads):
+
+1. header: tool, ruleset, host identity, scan mode and root (named once: every path in the
+   report is as on the scanned system), the training user and where it came from; a note
+   when rules were skipped because no training user is known;
+2. failures, grouped by the fix that addresses them (see
+   :func:`aiaudit.reporters._common.fix_groups`): each fix is printed once, in full, as
+   shell a person can paste (here-documents at column 0), after the results it fixes;
+3. results that could not be evaluated, waived failures, not-applicable rules grouped by
+   reason, passed rules as one count line (listed with ``-v``), notices;
+4. "Fix first": one entry per fix, worst first, with the rules it fixes;
+5. the summary: counts by status and severity and what the exit code means (with
+   ``--changes-since``/``--state``: the changes shown and the totals of the whole scan,
+   which decide the exit code).
+
+With ``options["color"]`` it is rendered with rich: colours, prose wrapped to the terminal
+width at word boundaries with a hanging indent, commands never wrapped (so they paste).
+Otherwise it is plain and unwrapped (pipes, files, ``NO_COLOR``), built without importing
+rich, and stable for golden files.  Every value from the host or a saved report goes
+through :func:`~aiaudit.reporters._common.human_safe`: control characters are shown as
+``\\xNN``, never sent to the terminal.
 """
 
 from __future__ import annotations
@@ -11,6 +29,21 @@ from typing import Any, Mapping
 
 from aiaudit.api import ReporterSpec, RunResult, hookimpl
 from aiaudit.model import Finding, Severity, Status
+from aiaudit.records import record
+from aiaudit.reporters._common import (
+    FixGroup,
+    evidence_text,
+    fix_groups,
+    heredoc,
+    human_safe,
+    no_user_skips,
+    no_user_skips_of,
+    plain_expected,
+    plural,
+    sorted_findings,
+    verdict,
+    whole_scan_counts,
+)
 
 Segment = tuple[str, str]
 """(text, rich style)."""
@@ -29,18 +62,29 @@ SEVERITY_STYLE = {
     Severity.LOW: "cyan",
     Severity.INFO: "dim",
 }
-GROUP_ORDER = (Status.FAIL, Status.ERROR, Status.WAIVED, Status.SKIP, Status.PASS)
-GROUP_TITLE = {
-    Status.FAIL: "Failed",
-    Status.ERROR: "Could not evaluate",
-    Status.WAIVED: "Waived",
-    Status.SKIP: "Not applicable",
-    Status.PASS: "Passed",
-}
+SEVERITY_WIDTH = max(len(s.value) for s in Severity)
 
 
-def _sort_key(f: Finding) -> tuple[int, str, str]:
-    return (-f.severity.rank, f.rule_id, f.result.subject)
+@record
+class Line:
+    """One output line: styled segments, an indent, and whether it may wrap."""
+
+    segments: list[Segment]
+    """The text, in styled pieces."""
+    indent: int = 0
+    """Columns of indent, kept on wrapped continuation lines."""
+    wrap: bool = True
+    """False for shell lines: a wrapped command would not paste."""
+    hang: int = 0
+    """Further indent of wrapped continuation lines (a numbered list item's text)."""
+
+    def plain(self) -> str:
+        """The line without styles."""
+        return (" " * self.indent + "".join(t for t, _ in self.segments)).rstrip()
+
+
+def _s(value: object) -> str:
+    return human_safe(value)
 
 
 def _change_tag(f: Finding) -> str:
@@ -49,123 +93,283 @@ def _change_tag(f: Finding) -> str:
     if not isinstance(change, dict) or "kind" not in change:
         return ""
     was = change.get("previous_status")
-    return f" ({change['kind']}, was {was})" if was else f" ({change['kind']})"
+    return f" ({_s(change['kind'])}, was {_s(was)})" if was else f" ({_s(change['kind'])})"
 
 
-def _detail_lines(f: Finding) -> list[list[Segment]]:
+def _rule_line(f: Finding, indent: int, status: Status | None = None) -> Line:
+    status = status or f.status
+    return Line([
+        (f"{status.value.upper():<6}", STATUS_STYLE[status]), (" ", ""),
+        (f"{f.severity.value:<{SEVERITY_WIDTH}}", SEVERITY_STYLE[f.severity]), (" ", ""),
+        (_s(f.rule_id), "bold"), ("  ", ""), (_s(f.title), ""),
+    ], indent)
+
+
+def _result_lines(f: Finding, indent: int) -> list[Line]:
+    """Subject and message, then expected/actual and evidence, of one result."""
     r = f.result
-    lines: list[list[Segment]] = []
-    ind = "      "
-    lines.append([(ind + r.message, "")])
-    if r.expected is not None or r.actual is not None:
-        lines.append([(ind + "expected: ", "dim"), (str(r.expected), ""),
-                      ("   actual: ", "dim"), (str(r.actual), "bold")])
-    for e in r.evidence:
-        val = f" = {e.value}" if e.value is not None and e.kind != "file" else (
-            f"  {e.value.strip()}" if e.value else "")
-        lines.append([(ind + "evidence: ", "dim"), (e.source, "underline"), (val, "")])
+    aspect = f" [{r.aspect.value}]" if r.aspect else ""
+    out = [Line([(_s(r.subject), "cyan"), (aspect, "magenta"),
+                 (_change_tag(f), "bold yellow"), (": ", ""), (_s(r.message), "")], indent)]
+    facts: list[Segment] = []
+    expected = plain_expected(r.expected)
+    if expected is not None:
+        facts += [("expected ", "dim"), (_s(expected), "")]
+    if r.actual is not None:
+        facts += [(", " if facts else "", ""), ("actual ", "dim"), (_s(r.actual), "bold")]
+    if r.evidence:
+        facts += [("; " if facts else "", ""), ("evidence: ", "dim"),
+                  ("; ".join(_s(evidence_text(e)) for e in r.evidence), "")]
+    if facts:
+        out.append(Line(facts, indent + 2))
     if f.waiver is not None:
         w = f.waiver
-        lines.append([(ind + "waived: ", "yellow"),
-                      (f"{w.reason} (owner {w.owner}, expires {w.expires})", "")])
-    rem = r.remediation
-    if rem is not None and r.status is Status.FAIL:
-        lines.append([(ind + "fix: ", "bold green"), (rem.summary, "")])
-        if rem.manual:
-            lines.append([(ind + "by hand: ", "bold yellow"), (rem.manual, "")])
-        for s in rem.snippets:
-            if s.kind == "file":
-                lines.append([(ind + "  # file " + str(s.path), "green")])
-                for cl in s.content.rstrip("\n").splitlines():
-                    lines.append([(ind + "    " + cl, "")])
-            elif s.kind == "enable":
-                lines.append([(ind + "  $ systemctl enable " + s.content.strip(), "green")])
-            else:
-                for cl in s.content.rstrip("\n").splitlines():
-                    lines.append([(ind + "  $ " + cl, "green")])
-    return lines
+        out.append(Line([("waived: ", "yellow"), (_s(f"{w.reason} (owner {w.owner}, "
+                                                     f"expires {w.expires})"), "")],
+                        indent + 2))
+    return out
 
 
-def build(run: RunResult, verbose: bool = False) -> list[list[Segment]]:
-    """The report as lines of styled segments."""
+def _by_rule(findings: list[Finding]) -> list[list[Finding]]:
+    groups: dict[str, list[Finding]] = {}
+    for f in findings:
+        groups.setdefault(f.rule_id, []).append(f)
+    return list(groups.values())
+
+
+def _fix_block(n: int, g: FixGroup) -> list[Line]:
+    out = [Line([]), Line([
+        (f"Fix {n}", "bold green"), (" · ", "dim"),
+        (g.severity.value, SEVERITY_STYLE[g.severity]), (" · ", "dim"),
+        (plural(len(g.findings), "result"), ""),
+        (" (described under Fix first, at the end)", "dim")])]
+    for rule_findings in _by_rule(g.findings):
+        out.append(_rule_line(rule_findings[0], 2))
+        for f in rule_findings:
+            out += _result_lines(f, 4)
+    for step in g.steps:
+        out.append(Line([("Also: ", "bold green"), (_s(step), "")], 2))
+    for m in g.manual:
+        out.append(Line([("By hand: ", "bold yellow"), (_s(m), "")], 2))
+    shell: list[str] = []
+    for path, lines in g.files.items():
+        shell.append(heredoc(path, lines))
+    shell += g.commands
+    shell += [f"systemctl enable {u}" for u in g.enable]
+    if shell:
+        out.append(Line([(f"Fix {n}, as root (paste as is):", "green")], 2))
+        for block in shell:
+            for cl in human_safe(block, newlines=True).split("\n"):
+                out.append(Line([(cl, "")], 0, wrap=False))
+    return out
+
+
+def _header(run: RunResult) -> list[Line]:
     h = run.host
-    out: list[list[Segment]] = []
-    osname = f" ({h.os_name})" if h.os_name else ""
-    out.append([("aiaudit ", "bold"), (run.tool_version, ""), ("  ruleset ", "dim"),
-                (f"{run.ruleset} {run.ruleset_version}", "bold"), ("  host ", "dim"),
-                (f"{h.hostname}{osname}", "bold"), (f"  {h.mode}, root {h.root}", "dim"),
-                (f", image {h.image_id}" if h.image_id else "", "dim")])
-    out.append([(f"started {run.started}, took {run.duration_s:.2f}s", "dim")])
-    groups: dict[Status, list[Finding]] = {s: [] for s in GROUP_ORDER}
-    for f in run.findings:
-        groups[f.status].append(f)
-    for status in GROUP_ORDER:
-        items = sorted(groups[status], key=_sort_key)
-        if not items:
-            continue
-        out.append([])
-        out.append([(f"{GROUP_TITLE[status]} ({len(items)})", "bold underline")])
-        for f in items:
-            aspect = f" [{f.result.aspect.value}]" if f.result.aspect else ""
-            out.append([
-                (f"{status.value.upper():<6}", STATUS_STYLE[status]), (" ", ""),
-                (f"{f.severity.value:<8}", SEVERITY_STYLE[f.severity]), (" ", ""),
-                (f.rule_id, "bold"), ("  ", ""), (f.result.subject, "cyan"),
-                (aspect, "magenta"), (_change_tag(f), "bold yellow"),
-                ("  " + (f.title if status is not Status.PASS or verbose else ""), "dim"),
-            ])
-            if status in (Status.PASS,) and not verbose:
-                continue
-            if status is Status.SKIP and not verbose:
-                out.append([("      " + f.result.message, "dim")])
-                continue
-            out.extend(_detail_lines(f))
-    if run.notices:
-        out.append([])
-        out.append([("Notices", "bold underline")])
-        for n in run.notices:
-            out.append([("  - " + n, "yellow")])
-    c = run.counts()
-    failed_sev = {}
-    for f in run.findings:
-        if f.status is Status.FAIL:
-            failed_sev[f.severity] = failed_sev.get(f.severity, 0) + 1
-    sev_txt = ", ".join(f"{n} {s.value}" for s, n in
-                        sorted(failed_sev.items(), key=lambda kv: -kv[0].rank))
-    out.append([])
-    out.append([
+    osname = f" ({_s(h.os_name)})" if h.os_name else ""
+    image = f", image {_s(h.image_id)}" if h.image_id else ""
+    out = [Line([("aiaudit ", "bold"), (_s(run.tool_version), ""), (" · ruleset ", "dim"),
+                 (_s(f"{run.ruleset} {run.ruleset_version}"), "bold"), (" · host ", "dim"),
+                 (f"{_s(h.hostname)}{osname}", "bold"), (image, "dim")])]
+    where = ("the running system" if h.mode == "live" and h.root == "/" else
+             f"root {_s(h.root)}")
+    paths = "" if h.root == "/" else " (paths below are as on the scanned system)"
+    facts = [(f"{h.mode} scan of {where}{paths}, started {_s(run.started)}, "
+              f"took {run.duration_s:.2f}s", "dim")]
+    if run.training_user:
+        src = f" (from {_s(run.training_user_source)})" if run.training_user_source else ""
+        facts += [("; training user ", "dim"), (_s(run.training_user), "bold"), (src, "dim")]
+    out.append(Line(facts))
+    no_user = no_user_skips(run)
+    if no_user:
+        ids = ", ".join(dict.fromkeys(_s(f.rule_id) for f in no_user))
+        out.append(Line([("Note: ", "bold yellow"), (
+            f"{plural(len(no_user), 'rule')} about the training user's limits were not "
+            f"evaluated because no training user is known ({ids}). Name one with "
+            "--user NAME (or run under sudo or a Slurm job, or set settings.user in the "
+            "ruleset).", "yellow")]))
+    return out
+
+
+def _skipped(skips: list[Finding], verbose: bool) -> list[Line]:
+    out = [Line([]), Line([(f"Not applicable ({len(skips)})", "bold underline")])]
+    if verbose:
+        for f in skips:
+            out.append(_rule_line(f, 0))
+            out += _result_lines(f, 4)
+        return out
+    reasons: dict[str, list[Finding]] = {}
+    no_user = {id(f) for f in no_user_skips_of(skips)}
+    for f in skips:
+        if id(f) not in no_user:
+            reasons.setdefault(f.result.message, []).append(f)
+    if no_user:
+        out.append(Line([("no training user is known (see the note at the top)", ""),
+                         (f": {plural(len(no_user), 'rule')}", "bold")], 2))
+    for reason, items in sorted(reasons.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+        ids = list(dict.fromkeys(f.rule_id for f in items))
+        out.append(Line([(_s(reason), ""), (f": {plural(len(ids), 'rule')}", "bold")], 2))
+        out.append(Line([(", ".join(_s(i) for i in ids), "dim")], 4))
+    return out
+
+
+MAX_FIX_FIRST = 6
+"""Entries of the closing "Fix first" list (the rest are named by count): with the summary,
+the list fits the last 20 lines of the report."""
+
+
+MAX_IDS = 6
+"""Rule ids named per entry of the closing list (all of them are listed with the fix)."""
+
+
+def _fix_first(groups: list[FixGroup], nfail: int) -> list[Line]:
+    out = [Line([]), Line([(f"Fix first ({plural(len(groups), 'fix')} for "
+                            f"{plural(nfail, 'failure')}, worst first; each is shown in "
+                            "full above)", "bold underline")])]
+    for n, g in enumerate(groups[:MAX_FIX_FIRST], 1):
+        ids = []
+        for rid in g.rule_ids:
+            k = len(g.subjects(rid))
+            ids.append(_s(rid) + (f" ({k} results)" if k > 1 else ""))
+        out.append(Line([(f"{n}. ", "bold"), (g.severity.value, SEVERITY_STYLE[g.severity]),
+                         (f", {plural(len(g.findings), 'result')}: ", ""),
+                         (_s(" ".join([g.summary, *g.also])), "")], 2, hang=3))
+        shown = ", ".join(ids[:MAX_IDS]) + (
+            f", and {len(ids) - MAX_IDS} more rules (listed under Fix {n})"
+            if len(ids) > MAX_IDS else "")
+        out.append(Line([("fixes " + shown, "dim")], 5))
+    rest = groups[MAX_FIX_FIRST:]
+    if rest:
+        n = sum(len(g.findings) for g in rest)
+        worst = max((g.severity for g in rest), key=lambda s: s.rank)
+        out.append(Line([(f"and {plural(len(rest), 'more fix')} ({plural(n, 'result')}, "
+                          f"{worst.value} at worst): Fix {MAX_FIX_FIRST + 1} onwards above",
+                          "dim")], 2))
+    return out
+
+
+def _counts(by_sev: Mapping[str, Mapping[str, int]]) -> tuple[dict[str, int], dict[str, int]]:
+    status = {s.value: 0 for s in Status}
+    failed: dict[str, int] = {}
+    for sev in Severity:
+        row = by_sev.get(sev.value, {})
+        for s in Status:
+            status[s.value] += int(row.get(s.value, 0))
+        if row.get("fail"):
+            failed[sev.value] = int(row["fail"])
+    return status, failed
+
+
+def _summary(run: RunResult) -> list[Line]:
+    status, failed = _counts(whole_scan_counts(run))
+    total = sum(status.values())
+    sev_txt = ", ".join(f"{failed[s.value]} {s.value}" for s in reversed(Severity)
+                        if s.value in failed)
+    out = [Line([])]
+    if run.scan_counts is not None:
+        kinds: dict[str, int] = {}
+        for f in run.findings:
+            change = f.result.data.get("change") if f.result.data else None
+            if isinstance(change, dict):
+                kinds[str(change.get("kind"))] = kinds.get(str(change.get("kind")), 0) + 1
+        shown = ", ".join(f"{n} {_s(k)}" for k, n in sorted(kinds.items())) or "none"
+        out.append(Line([("Changes shown: ", "bold"),
+                         (f"{plural(len(run.findings), 'result')} ({shown}); the totals "
+                          "below are of the whole scan and decide the exit code", "")]))
+    out.append(Line([
         ("Summary: ", "bold"),
-        (f"{len(run.rules)} rules, {len(run.findings)} results: ", ""),
-        (f"{c['pass']} pass", "green"), (", ", ""),
-        (f"{c['fail']} fail" + (f" ({sev_txt})" if sev_txt else ""),
-         "bold red" if c["fail"] else ""), (", ", ""),
-        (f"{c['error']} error", "bold magenta" if c["error"] else ""), (", ", ""),
-        (f"{c['skip']} skip", "dim"), (", ", ""),
-        (f"{c['waived']} waived", "yellow" if c["waived"] else ""),
-        (f"  (fail-on {run.fail_on.value})", "dim"),
-    ])
+        (f"{plural(len(run.rules), 'rule')}, {plural(total, 'result')}: ", ""),
+        (f"{status['fail']} fail" + (f" ({sev_txt})" if sev_txt else ""),
+         "bold red" if status["fail"] else ""), (", ", ""),
+        (f"{status['error']} error", "bold magenta" if status["error"] else ""), (", ", ""),
+        (f"{status['pass']} pass", "green"), (", ", ""),
+        (f"{status['skip']} not applicable", "dim"), (", ", ""),
+        (f"{status['waived']} waived", "yellow" if status["waived"] else ""),
+    ]))
+    code, text = verdict(run)
+    style = {1: "bold red", 3: "bold magenta"}.get(code, "bold green")
+    out.append(Line([(text, style)]))
+    return out
+
+
+def build(run: RunResult, verbose: bool = False) -> list[Line]:
+    """The report as lines."""
+    out = _header(run)
+    findings = sorted_findings(run)
+    # with --changes-since every result shown is a change: list them all, fixed ones too
+    verbose = verbose or run.scan_counts is not None
+    groups = fix_groups(run)
+    nfail = sum(1 for f in findings if f.status is Status.FAIL)
+    if nfail:
+        out += [Line([]), Line([(f"Failures ({nfail}), by the fix that addresses them",
+                                 "bold underline")])]
+        for n, g in enumerate(groups, 1):
+            out += _fix_block(n, g)
+    for status, title in ((Status.ERROR, "Could not evaluate"), (Status.WAIVED, "Waived")):
+        items = [f for f in findings if f.status is status]
+        if items:
+            items.sort(key=lambda f: -f.severity.rank)
+            out += [Line([]), Line([(f"{title} ({len(items)})", "bold underline")])]
+            for rule_findings in _by_rule(items):
+                out.append(_rule_line(rule_findings[0], 0))
+                for f in rule_findings:
+                    out += _result_lines(f, 4)
+    skips = [f for f in findings if f.status is Status.SKIP]
+    if skips:
+        out += _skipped(sorted(skips, key=lambda f: -f.severity.rank), verbose)
+    passed = [f for f in findings if f.status is Status.PASS]
+    if passed:
+        out.append(Line([]))
+        if verbose:
+            out.append(Line([(f"Passed ({len(passed)})", "bold underline")]))
+            for f in sorted(passed, key=lambda f: -f.severity.rank):
+                out.append(_rule_line(f, 0))
+                out += _result_lines(f, 4)
+        else:
+            out.append(Line([(f"Passed: {plural(len(passed), 'result')} "
+                              f"of {plural(len({f.rule_id for f in passed}), 'rule')} "
+                              "(-v lists them)", "green")]))
+    if run.notices:
+        out += [Line([]), Line([("Notices", "bold underline")])]
+        for notice in run.notices:
+            out.append(Line([("- " + _s(notice), "yellow")], 2))
+    if groups:
+        out += _fix_first(groups, nfail)
+    out += _summary(run)
     return out
 
 
 def render(run: RunResult, options: Mapping[str, Any]) -> str:
-    """Render the report; coloured through rich when ``options['color']`` is true."""
+    """Render the report; through rich, coloured and wrapped, when ``options['color']``."""
     lines = build(run, bool(options.get("verbose")))
     if not options.get("color"):
-        return "".join("".join(t for t, _ in line).rstrip() + "\n" for line in lines)
+        return "".join(line.plain() + "\n" for line in lines)
     import io
 
     from rich.console import Console
     from rich.text import Text
 
     buf = io.StringIO()
+    width = options.get("width")
     console = Console(file=buf, force_terminal=True, color_system="standard",
-                      width=int(options.get("width") or 120), highlight=False,
-                      soft_wrap=True)
+                      width=int(width) if width else None, highlight=False, markup=False,
+                      emoji=False)
     for line in lines:
-        text = Text()
-        for t, style in line:
+        text = Text(no_wrap=not line.wrap)
+        for t, style in line.segments:
             text.append(t, style=style or None)
-        console.print(text)
+        pad = Text(" " * line.indent)
+        if not line.wrap:
+            console.print(pad + text, soft_wrap=True)
+            continue
+        # wrap at word boundaries ourselves, so continuation lines keep the indent and
+        # carry no trailing padding (Padding would fill every line to the full width)
+        hang = Text(" " * (line.indent + line.hang))
+        parts = text.wrap(console, max(20, console.width - line.indent - line.hang),
+                          overflow="fold")
+        for k, part in enumerate(parts):
+            part.rstrip()
+            console.print((pad if k == 0 else hang) + part, soft_wrap=True)
     return buf.getvalue()
 
 
