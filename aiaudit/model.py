@@ -258,6 +258,9 @@ class RunResult:
     fail_on: Severity = Severity.HIGH
     notices: tuple[str, ...] = ()
     """Run-level remarks (expired or unused waivers, deadline reached...)."""
+    ruleset_source: str = ""
+    """Which file the ruleset came from: ``aiaudit.rulesets/NAME.yaml`` for a shipped one, a
+    plugin's origin, or the absolute path of a ruleset file (``""``: not known)."""
 
     def counts(self) -> dict[str, int]:
         """Number of findings per effective status (every status present, zeros kept)."""

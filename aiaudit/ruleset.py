@@ -56,6 +56,9 @@ class Ruleset:
     origin: str = ""
     disabled: tuple[str, ...] = ()
     """Ids of inherited rules switched off by ``enabled: false``."""
+    source: str = ""
+    """Which file was used, for the report: ``aiaudit.rulesets/NAME.yaml`` (shipped), the
+    plugin's origin, or the absolute path of a ruleset file."""
 
     def get(self, rule_id: str) -> Rule | None:
         """The rule with ``rule_id``, or ``None``."""
@@ -277,6 +280,7 @@ def _merge_and_bind(chain: list[_Raw], registry: Registry, validate: bool | None
         settings=settings,
         origin=chain[-1].doc.origin,
         disabled=tuple(disabled),
+        source=chain[-1].path or chain[-1].doc.origin,
     )
 
 

@@ -114,7 +114,8 @@ def run_dict(run: RunResult) -> dict[str, Any]:
         "started": run.started,
         "duration_s": run.duration_s,
         "host": host_dict(run.host),
-        "ruleset": {"name": run.ruleset, "version": run.ruleset_version},
+        "ruleset": _drop_none({"name": run.ruleset, "version": run.ruleset_version,
+                               "source": run.ruleset_source or None}),
         "fail_on": run.fail_on.value,
         "summary": {"total": len(run.findings), "by_status": run.counts(),
                     "by_severity": run.counts_by_severity()},
@@ -165,6 +166,7 @@ def run_from_dict(d: dict[str, Any]) -> RunResult:
     return RunResult(tool_version=d["tool"]["version"], run_id=d["run_id"],
                      started=d["started"], duration_s=d["duration_s"], host=host,
                      ruleset=d["ruleset"]["name"], ruleset_version=d["ruleset"]["version"],
+                     ruleset_source=d["ruleset"].get("source", ""),
                      rules=rules, findings=tuple(findings),
                      fail_on=Severity(d.get("fail_on", "high")),
                      notices=tuple(d.get("notices", ())))

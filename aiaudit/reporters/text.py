@@ -95,7 +95,11 @@ def build(run: RunResult, verbose: bool = False) -> list[list[Segment]]:
                 (f"{run.ruleset} {run.ruleset_version}", "bold"), ("  host ", "dim"),
                 (f"{h.hostname}{osname}", "bold"), (f"  {h.mode}, root {h.root}", "dim"),
                 (f", image {h.image_id}" if h.image_id else "", "dim")])
-    out.append([(f"started {run.started}, took {run.duration_s:.2f}s", "dim")])
+    # a ruleset that is not shipped says where it came from (a file named like a shipped
+    # ruleset must be visible as such)
+    source = ("" if not run.ruleset_source or run.ruleset_source.startswith("aiaudit.rulesets/")
+              else f", ruleset from {run.ruleset_source}")
+    out.append([(f"started {run.started}, took {run.duration_s:.2f}s{source}", "dim")])
     groups: dict[Status, list[Finding]] = {s: [] for s in GROUP_ORDER}
     for f in run.findings:
         groups[f.status].append(f)
