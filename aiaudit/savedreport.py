@@ -103,5 +103,12 @@ def load_report(path: str) -> RunResult:
 
 def _read(path: str) -> str:
     if path == "-":
-        return sys.stdin.read(MAX_REPORT_BYTES)
+        if sys.stdin is None:
+            raise UsageError("-: cannot read the report from stdin: it is closed")
+        try:
+            return sys.stdin.read(MAX_REPORT_BYTES)
+        except UnicodeDecodeError as exc:
+            raise UsageError(f"-: not UTF-8 text (byte {exc.start})") from None
+        except OSError as exc:
+            raise UsageError(f"-: cannot read the report from stdin: {exc.strerror}") from None
     return read_input(path, "report", MAX_REPORT_BYTES)

@@ -250,7 +250,8 @@ def test_output_files(make_root, tmp_path: Path) -> None:
     assert res.code == 1
     assert res.out == ""  # every report went to a file
     doc = json.loads(out_json.read_text())
-    assert doc["ruleset"] == {"name": "small", "version": "2.1"}
+    assert doc["ruleset"] == {"name": "small", "version": "2.1",
+                              "source": os.path.realpath(SMALL)}
     assert doc["summary"]["by_status"]["fail"] == 1
     assert "Summary:" in out_text.read_text() and "\x1b[" not in out_text.read_text()
 
