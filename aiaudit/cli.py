@@ -461,17 +461,28 @@ def _write_atomic(path: str, text: str) -> None:
         raise _OutputError(f"cannot write {path!r}: {exc}") from None
 
 
-def _write_stdout(text: str, *, flush: bool = True) -> None:
-    """Write to stdout; a closed stdout, a full disk (``/dev/full``) or a closed pipe
-    (EPIPE) is :class:`_OutputError`.  After a failure stdout is pointed at /dev/null, so the
-    flush at exit cannot fail (or half-write) again."""
+def _write_stdout(text: str) -> None:
+    """Write ``text`` to stdout, all of it or an error: a closed stdout, a full disk
+    (``/dev/full``) or a closed pipe (EPIPE) is :class:`_OutputError`.
+
+    The bytes go to the file descriptor with ``os.write`` until all are taken: a
+    ``sys.stdout.write`` + ``flush`` that the kernel accepts only partly (a pipe whose reader
+    left after 64 KiB) returns without an error and drops the rest (CPython 3.11).  After a
+    failure stdout is pointed at /dev/null, so the flush at exit cannot fail again."""
     stream = sys.stdout
     if stream is None:
         raise _OutputError("cannot write to stdout: it is closed")
     try:
-        stream.write(text)
-        if flush:
+        try:
+            fd = stream.fileno()
+        except (OSError, ValueError, AttributeError):  # not a file (tests capture it)
+            stream.write(text)
             stream.flush()
+            return
+        stream.flush()  # whatever was printed before
+        data = memoryview(text.encode("utf-8", "replace"))
+        while data:
+            data = data[os.write(fd, data):]
     except (OSError, ValueError) as exc:
         _silence_stdout()
         why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
@@ -479,8 +490,8 @@ def _write_stdout(text: str, *, flush: bool = True) -> None:
 
 
 def _say(text: str = "") -> None:
-    """One line on stdout (flushed at the end of the command), through :func:`_write_stdout`."""
-    _write_stdout(text + "\n", flush=False)
+    """One line on stdout, through :func:`_write_stdout` (errors are not silent)."""
+    _write_stdout(text + "\n")
 
 
 def _silence_stdout() -> None:
@@ -796,7 +807,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code = int(COMMANDS[args.command](args))
         if args.command not in ("scan", "render"):  # their reports flushed already
-            _write_stdout("", flush=True)
+            _write_stdout("")
         return code
     except _ReportDeadline:  # the timer fired just as the reports were finished
         _error("the reports were not finished by the deadline")

@@ -300,11 +300,18 @@ def test_closed_stdout_leaves_the_output_files_complete(tmp_path: Path) -> None:
     assert json.loads(out.read_text())["ruleset"]["name"] == "small"
 
 
-def test_closed_pipe_is_an_error(tmp_path: Path) -> None:
-    proc = subprocess.Popen(_scan_cmd(tmp_path, "--format", "json"), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=ENV)
-    proc.stdout.close()  # the reader is gone before the report is written
+@pytest.mark.parametrize("read", [0, 100])
+def test_closed_pipe_is_an_error(tmp_path: Path, read: int) -> None:
+    """The reader leaves before the report is written, or after 100 bytes of a report
+    larger than the pipe buffer (a buffered ``sys.stdout`` lost the rest silently)."""
+    cmd = [*AIAUDIT, "scan", "--ruleset", "dl-training", "--root", str(tmp_path), "--format",
+           "json"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=ENV)
+    if read:
+        assert proc.stdout.read(read).startswith(b"{")
+    proc.stdout.close()
     _, err = proc.communicate(timeout=120)
+    err = err.decode()
     proc.stdout = None
     res = subprocess.CompletedProcess(proc.args, proc.returncode, None, err)
     _one_error(res, "cannot write to stdout: Broken pipe")
