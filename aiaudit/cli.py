@@ -145,13 +145,13 @@ def _populate_scan(s: argparse.ArgumentParser) -> None:
                    help="do not run these rules")
     s.add_argument("--timeout", type=_positive_float, default=None, metavar="SECONDS",
                    help=f"deadline for the whole scan; rules not finished by then are "
-                        f"reported as not evaluated (default {DEFAULT_TIMEOUT:g}, "
-                        f"{PROLOG_TIMEOUT:g} with --prolog)")
+                        f"reported as not evaluated, and the reports must be written by "
+                        f"then ({REPORT_MIN_S:g} s after the rules, if later; else exit 2) "
+                        f"(default {DEFAULT_TIMEOUT:g}, {PROLOG_TIMEOUT:g} with --prolog; "
+                        f"at most {MAX_SECONDS:g})")
     s.add_argument("--rule-timeout", type=_positive_float, default=None, metavar="SECONDS",
-                   help=f"time one rule may take before it is abandoned (default 20; both "
-                        f"timeouts at most {MAX_SECONDS:g}).  Rendering and writing the "
-                        f"reports must also end by the --timeout deadline (or "
-                        f"{REPORT_MIN_S:g} s after the rules, if later)")
+                   help=f"time one rule may take before it is abandoned (default 20; at "
+                        f"most {MAX_SECONDS:g})")
     s.add_argument("--verbose", "-v", action="store_true",
                    help="text format: show details of passed and skipped rules")
     s.add_argument("--debug", action="store_true",
