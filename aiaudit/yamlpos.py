@@ -36,7 +36,7 @@ def _loader_class() -> type:
                 return super().construct_object(node, deep)
             except yaml.YAMLError:
                 raise
-            except (ValueError, TypeError, OverflowError, ArithmeticError) as exc:
+            except (ValueError, TypeError, ArithmeticError, LookupError) as exc:
                 raise yaml.constructor.ConstructorError(
                     None, None, f"cannot read {node.tag} value: {_first_line(exc)}",
                     node.start_mark) from None

@@ -50,6 +50,8 @@ def _one_error(res, needle: str, code: int = 2) -> str:
 HOSTILE_YAML = [
     ("tag-int", "foo: !!int x\n", ":5:6: invalid YAML: cannot read tag:yaml.org,2002:int"),
     ("tag-float", "foo: !!float x\n", ":5:6: invalid YAML: cannot read"),
+    ("tag-int-empty", "foo: !!int\n", ":5:6: invalid YAML: cannot read"),
+    ("tag-bool", "foo: !!bool x\n", ":5:6: invalid YAML: cannot read"),
     ("tag-timestamp", "foo: !!timestamp 2026-02-30\n", ":5:6: invalid YAML: cannot read"),
     ("tag-binary", "foo: !!binary a\n", ":5:6: invalid YAML: failed to decode base64"),
     ("tag-custom", "foo: !foo x\n", ":5:6: invalid YAML: could not determine a constructor"),
