@@ -171,7 +171,10 @@ def _populate_validate(v: argparse.ArgumentParser) -> None:
 
 def _add_ruleset(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ruleset", default=DEFAULT_RULESET, metavar="NAME|PATH",
-                   help=f"shipped ruleset name or YAML file (default {DEFAULT_RULESET})")
+                   help=f"shipped (or plugin) ruleset name, or a ruleset file given as a "
+                        f"path: ./x.yaml, a name with '/' or ending .yaml/.yml (a file in "
+                        f"the working directory never stands for a name; default "
+                        f"{DEFAULT_RULESET})")
 
 
 def _load_ruleset(ref: str, *, validate: bool | None = None):
@@ -415,7 +418,7 @@ def _deadline(seconds: float, what: str) -> Iterator[None]:
         watchdog.cancel()
         if main:
             signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, old)
+            signal.signal(signal.SIGALRM, old if old is not None else signal.SIG_DFL)
 
 
 def _write_atomic(path: str, text: str) -> None:
