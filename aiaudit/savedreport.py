@@ -105,10 +105,19 @@ def _read(path: str) -> str:
     if path == "-":
         if sys.stdin is None:
             raise UsageError("-: cannot read the report from stdin: it is closed")
+        stream = getattr(sys.stdin, "buffer", None)
         try:
-            return sys.stdin.read(MAX_REPORT_BYTES)
-        except UnicodeDecodeError as exc:
-            raise UsageError(f"-: not UTF-8 text (byte {exc.start})") from None
+            if stream is None:  # replaced by a text stream (tests)
+                return sys.stdin.read(MAX_REPORT_BYTES)
+            # the bytes, decoded strictly as a file is (the text layer would let undecodable
+            # bytes through as surrogates, or depend on the locale)
+            data = stream.read(MAX_REPORT_BYTES + 1)
         except OSError as exc:
             raise UsageError(f"-: cannot read the report from stdin: {exc.strerror}") from None
+        if len(data) > MAX_REPORT_BYTES:
+            raise UsageError(f"-: more than {MAX_REPORT_BYTES} bytes is too large for a report")
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise UsageError(f"-: not UTF-8 text (byte {exc.start})") from None
     return read_input(path, "report", MAX_REPORT_BYTES)

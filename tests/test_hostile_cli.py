@@ -481,3 +481,25 @@ def test_the_watchdog_ends_a_reporter_the_alarm_cannot_reach(tmp_path: Path) -> 
     assert time.monotonic() - t0 < 20
     _one_error(proc, "the reports were not finished 0.3 s after the rules; stopped")
     assert proc.stdout == ""
+
+
+@pytest.mark.parametrize("stdin,needle", [
+    ("closed", "-: cannot read the report from stdin: it is closed"),
+    (b"\xff\xfe{}", "-: not UTF-8 text (byte 0)"),
+    (b'{"n": ' + b"9" * 5000 + b"}", "-:1:7: not a JSON report: integer of 5000 digits"),
+])
+def test_render_from_a_hostile_stdin(stdin, needle: str) -> None:
+    kwargs: dict = ({"preexec_fn": lambda: os.close(0), "stdin": None} if stdin == "closed"
+                    else {"input": stdin})
+    proc = subprocess.run([*AIAUDIT, "render", "-"], capture_output=True, env=ENV, timeout=120,
+                          **kwargs)
+    res = subprocess.CompletedProcess(proc.args, proc.returncode, proc.stdout,
+                                      proc.stderr.decode())
+    _one_error(res, needle)
+    assert proc.stdout == b""
+
+
+def test_output_into_a_missing_directory(tmp_path: Path) -> None:
+    res = cli("scan", "--ruleset", SMALL, "--root", str(tmp_path), "-o",
+              f"json:{tmp_path}/no/such/r.json")
+    _one_error(res, f"cannot write {tmp_path}/no/such/r.json: No such file or directory")
