@@ -376,8 +376,10 @@ class _ReportDeadline(BaseException):
 REPORT_MIN_S = 5.0
 """Time the reports get after the rules when the rules used up the --timeout deadline."""
 REPORT_HARD_GRACE_S = 2.0
-"""When the deadline cannot interrupt the main thread (a C extension holding the GIL), the
-watchdog thread ends the process this long after it."""
+"""When the alarm cannot interrupt the main thread (a plugin that ignores or blocks
+SIGALRM, a call that retries after it), the watchdog thread ends the process this long after
+the deadline.  Code that holds the GIL for good stops the watchdog too: only a process
+outside (a worker with a hard kill) could end that."""
 
 
 def _error(message: str) -> None:
@@ -389,9 +391,10 @@ def _error(message: str) -> None:
 @contextlib.contextmanager
 def _deadline(seconds: float, what: str) -> Iterator[None]:
     """Bound the block to ``seconds``: a SIGALRM timer raises :class:`_ReportDeadline` in the
-    main thread (a busy reporter, a write to a pipe nobody reads); a watchdog thread ends the
-    process with one message and exit code 2 if the main thread does not give way within
-    :data:`REPORT_HARD_GRACE_S` more (a C extension that holds the GIL)."""
+    main thread (a busy reporter, a catastrophic regex, a write to a pipe nobody reads); a
+    watchdog thread ends the process with one message and exit code 2 if the main thread
+    does not give way within :data:`REPORT_HARD_GRACE_S` more (a reporter that ignores
+    SIGALRM)."""
     import signal
     import threading
 
