@@ -23,7 +23,6 @@ code is not affected: the CLI computes it from the full scan.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from dataclasses import replace
 from typing import Any
@@ -154,21 +153,14 @@ def changes_since(current: RunResult, previous: RunResult | None, origin: str) -
 def load_previous(path: str) -> RunResult:
     """Read a saved JSON scan report (``--format json`` / ``--save-scan``); any problem is a
     :class:`UsageError` (exit 2) naming the file."""
-    from aiaudit.inputs import MAX_DEPTH, read_input, too_deep
+    from aiaudit.inputs import read_input
     from aiaudit.ruleset import schema
+    from aiaudit.savedreport import decode_json
     from aiaudit.serialize import run_from_dict
 
     text = read_input(path, "previous scan", MAX_PREVIOUS_BYTES)
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"{path}:{exc.lineno}:{exc.colno}: not a JSON scan report: "
-                         f"{exc.msg} (write one with --format json or --save-scan)") from None
-    except RecursionError:
-        raise UsageError(f"{path}: not a JSON scan report: nested too deeply") from None
-    if too_deep(data):
-        raise UsageError(f"{path}: not a JSON scan report: nested deeper than {MAX_DEPTH} "
-                         "levels")
+    data = decode_json(text, path, "a JSON scan report",
+                       " (write one with --format json or --save-scan)")
     import jsonschema
 
     validator = jsonschema.Draft202012Validator(schema("report.schema.json"))

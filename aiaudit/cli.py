@@ -6,7 +6,8 @@ import argparse
 import contextlib
 import os
 import sys
-from typing import TYPE_CHECKING, Any, Callable, Mapping, NoReturn, Sequence
+import time
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, NoReturn, Sequence
 
 from aiaudit import __version__
 from aiaudit.errors import AuditError, ExitCode, RulesetError, UsageError
@@ -24,7 +25,11 @@ EXIT_CODES_HELP = """\
 exit codes:
   0  no failed rule at or above --fail-on
   1  at least one rule at or above --fail-on failed
-  2  usage, ruleset or input error (one message on stderr, nothing scanned)
+  2  usage, ruleset or input error (one message on stderr, nothing scanned); or a
+     report could not be rendered or written (full disk, closed stdout or pipe, a
+     reporter plugin that failed, reports not done by the deadline): one message
+     per lost report, the other reports are still written.  A --state or --syslog
+     failure keeps 1 and 3 (the verdict) and gives 2 otherwise
   3  no failure at or above --fail-on, but a rule at or above it could not be
      evaluated (error result): "could not look", not "bad host"
   4  internal error (a bug in aiaudit: please report it)
@@ -49,13 +54,23 @@ class _Parser(argparse.ArgumentParser):
         self.exit(ExitCode.USAGE, f"{self.prog}: error: {message}\n")
 
 
+MAX_SECONDS = 86400.0
+"""Longest ``--timeout`` / ``--rule-timeout`` (one day): a larger value is a typo, and
+``1e19`` s overflows the interpreter's timeouts (OverflowError in ``thread.join``)."""
+
+
 def _positive_float(text: str) -> float:
+    """A number of seconds: finite, > 0 and at most :data:`MAX_SECONDS` (``inf``, ``nan``,
+    ``1e19`` and negative values are usage errors)."""
     try:
         v = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not v > 0:
+    if not v > 0:  # also NaN
         raise argparse.ArgumentTypeError(f"must be > 0: {text!r}")
+    if not v <= MAX_SECONDS:  # also inf
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_SECONDS:g} seconds (one day): "
+                                         f"{text!r}")
     return v
 
 
@@ -130,10 +145,13 @@ def _populate_scan(s: argparse.ArgumentParser) -> None:
                    help="do not run these rules")
     s.add_argument("--timeout", type=_positive_float, default=None, metavar="SECONDS",
                    help=f"deadline for the whole scan; rules not finished by then are "
-                        f"reported as not evaluated (default {DEFAULT_TIMEOUT:g}, "
-                        f"{PROLOG_TIMEOUT:g} with --prolog)")
+                        f"reported as not evaluated, and the reports must be written by "
+                        f"then ({REPORT_MIN_S:g} s after the rules, if later; else exit 2) "
+                        f"(default {DEFAULT_TIMEOUT:g}, {PROLOG_TIMEOUT:g} with --prolog; "
+                        f"at most {MAX_SECONDS:g})")
     s.add_argument("--rule-timeout", type=_positive_float, default=None, metavar="SECONDS",
-                   help="time one rule may take before it is abandoned (default 20)")
+                   help=f"time one rule may take before it is abandoned (default 20; at "
+                        f"most {MAX_SECONDS:g})")
     s.add_argument("--verbose", "-v", action="store_true",
                    help="text format: show details of passed and skipped rules")
     s.add_argument("--debug", action="store_true",
@@ -159,7 +177,10 @@ def _populate_validate(v: argparse.ArgumentParser) -> None:
 
 def _add_ruleset(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ruleset", default=DEFAULT_RULESET, metavar="NAME|PATH",
-                   help=f"shipped ruleset name or YAML file (default {DEFAULT_RULESET})")
+                   help=f"shipped (or plugin) ruleset name, or a ruleset file given as a "
+                        f"path: ./x.yaml, a name with '/' or ending .yaml/.yml (a file in "
+                        f"the working directory never stands for a name; default "
+                        f"{DEFAULT_RULESET})")
 
 
 def _load_ruleset(ref: str, *, validate: bool | None = None):
@@ -289,16 +310,27 @@ def _shown_run(run: RunResult, modes: _Modes) -> RunResult:
     return changes_since(run, modes.previous, modes.previous_origin)
 
 
-def _finish_modes(run: RunResult, modes: _Modes, fail_on: Severity, code: int) -> None:
-    """After the reports: save the --state scan, print the --reason line."""
+def _finish_modes(run: RunResult, modes: _Modes, fail_on: Severity, code: int) -> int:
+    """After the reports: save the --state scan, print the --reason line.  Returns the exit
+    code: a --state file that cannot be saved is one message and keeps the scan's verdict
+    (1 or 3; 2 instead of 0, since the next run would compare with an old scan)."""
     if modes.state_path:
+        from aiaudit.reporters._common import text_safe
         from aiaudit.reporters.json import render
 
-        _write_atomic(modes.state_path, render(run, {}))
+        try:
+            _write_atomic(modes.state_path, text_safe(render(run, {})))
+        except (_OutputError, _ReportDeadline) as exc:
+            why = str(exc) if isinstance(exc, _OutputError) else "the deadline passed"
+            _error(f"--state: this scan was not saved ({why}); the next run compares with "
+                   "the previous state")
+            if code not in (ExitCode.FAILED, ExitCode.NOT_EVALUATED):
+                code = ExitCode.USAGE
     if modes.reason:
         line = reason_line(run, fail_on, code)
         if line:
             print(line, file=sys.stderr)
+    return code
 
 
 def _one_line(text: str, limit: int) -> str:
@@ -337,26 +369,163 @@ def reason_line(run: RunResult, fail_on: Severity, code: int, limit: int = 250) 
     return f"aiaudit: {head} {f.rule_id} ({_one_line(detail, max(budget, 20))}){more}"
 
 
-def _write_atomic(path: str, text: str) -> None:
-    """Write ``path`` through a temporary file in the same directory and a rename, so a
-    reader (the next --state run, a log shipper) never sees half a file."""
-    import tempfile
+class _OutputError(UsageError):
+    """A report (or the --state file) could not be rendered or written; the message names
+    which and why."""
 
-    folder = os.path.dirname(os.path.abspath(path))
+
+class _ReportDeadline(BaseException):
+    """Raised in the main thread when rendering and writing overrun the scan deadline.  A
+    BaseException, so that a reporter's ``except Exception`` cannot swallow it."""
+
+
+REPORT_MIN_S = 5.0
+"""Time the reports get after the rules when the rules used up the --timeout deadline."""
+REPORT_HARD_GRACE_S = 2.0
+"""When the alarm cannot interrupt the main thread (a plugin that ignores or blocks
+SIGALRM, a call that retries after it), the watchdog thread ends the process this long after
+the deadline.  Code that holds the GIL for good stops the watchdog too: only a process
+outside (a worker with a hard kill) could end that."""
+
+
+def _error(message: str) -> None:
+    """One ``aiaudit: error:`` line on stderr (stderr itself may be gone: nothing to do)."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        print(f"aiaudit: error: {message}", file=sys.stderr, flush=True)
+
+
+@contextlib.contextmanager
+def _deadline(seconds: float, what: str) -> Iterator[None]:
+    """Bound the block to ``seconds``: a SIGALRM timer raises :class:`_ReportDeadline` in the
+    main thread (a busy reporter, a catastrophic regex, a write to a pipe nobody reads); a
+    watchdog thread ends the process with one message and exit code 2 if the main thread
+    does not give way within :data:`REPORT_HARD_GRACE_S` more (a reporter that ignores
+    SIGALRM)."""
+    import signal
+    import threading
+
+    def hard_exit() -> None:
+        with contextlib.suppress(OSError):
+            os.write(2, f"aiaudit: error: {what} not finished {seconds:.3g} s after the "
+                        f"rules; stopped\n".encode())
+        os._exit(ExitCode.USAGE)
+
+    def on_alarm(_signum: int, _frame: object) -> None:
+        raise _ReportDeadline
+
+    watchdog = threading.Timer(seconds + REPORT_HARD_GRACE_S, hard_exit)
+    watchdog.daemon = True
+    main = threading.current_thread() is threading.main_thread() and hasattr(signal,
+                                                                             "setitimer")
+    old = signal.signal(signal.SIGALRM, on_alarm) if main else None
     try:
-        fd, tmp = tempfile.mkstemp(prefix=".aiaudit-", dir=folder)
+        if main:
+            signal.setitimer(signal.ITIMER_REAL, max(seconds, 0.001))
+        watchdog.start()
+        yield
+    finally:
+        watchdog.cancel()
+        if main:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, old if old is not None else signal.SIG_DFL)
+
+
+def _write_atomic(path: str, text: str) -> None:
+    """Write ``path`` through a temporary file in the same directory, fsync and a rename,
+    so a reader (the next --state run, a log shipper) never sees an empty or half file.
+
+    A symlink is followed (the file it names is replaced); an existing file keeps its mode
+    and, where permitted, its owner; a path that is not a regular file (``/dev/stdout``, a
+    FIFO, ``/dev/null``) is written directly, never replaced.  Raises :class:`_OutputError`.
+    """
+    import stat
+
+    try:
+        try:
+            st: os.stat_result | None = os.stat(path)
+        except FileNotFoundError:
+            st = None
+        if st is not None and not stat.S_ISREG(st.st_mode):
+            with open(path, "w", encoding="utf-8") as fh:
+                fh.write(text)
+            return
+        target = os.path.realpath(path)
+        folder, name = os.path.split(target)
+        tmp = os.path.join(folder, f".{name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                if st is not None:
+                    os.fchmod(fh.fileno(), stat.S_IMODE(st.st_mode))
+                    with contextlib.suppress(OSError):
+                        os.fchown(fh.fileno(), st.st_uid, st.st_gid)
                 fh.write(text)
                 fh.flush()
                 os.fsync(fh.fileno())
-            os.replace(tmp, path)
+            os.replace(tmp, target)
         except BaseException:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
             raise
     except OSError as exc:
-        raise UsageError(f"cannot write {path}: {exc.strerror}") from None
+        raise _OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
+    except ValueError as exc:  # a NUL byte in the name (only through the API)
+        raise _OutputError(f"cannot write {path!r}: {exc}") from None
+
+
+def _write_stdout(text: str) -> None:
+    """Write ``text`` to stdout, all of it or an error: a closed stdout, a full disk
+    (``/dev/full``) or a closed pipe (EPIPE) is :class:`_OutputError`.
+
+    The bytes go to the file descriptor with ``os.write`` until all are taken: a
+    ``sys.stdout.write`` + ``flush`` that the kernel accepts only partly (a pipe whose reader
+    left after 64 KiB) returns without an error and drops the rest (CPython 3.11).  After a
+    failure stdout is pointed at /dev/null, so the flush at exit cannot fail again."""
+    stream = sys.stdout
+    if stream is None:
+        raise _OutputError("cannot write to stdout: it is closed")
+    try:
+        try:
+            fd = stream.fileno()
+        except (OSError, ValueError, AttributeError):  # not a file (tests capture it)
+            stream.write(text)
+            stream.flush()
+            return
+        stream.flush()  # whatever was printed before
+        data = memoryview(text.encode("utf-8", "replace"))
+        while data:
+            data = data[os.write(fd, data):]
+    except (OSError, ValueError) as exc:
+        _silence_stdout()
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise _OutputError(f"cannot write to stdout: {why}") from None
+
+
+def _say(text: str = "") -> None:
+    """One line on stdout, through :func:`_write_stdout` (errors are not silent)."""
+    _write_stdout(text + "\n")
+
+
+def _silence_stdout() -> None:
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+
+
+def _occupy_closed_std_fds() -> None:
+    """A closed fd 0, 1 or 2 (``>&-``) is opened on /dev/null: otherwise the next file
+    aiaudit opens would become "stdout", and a report would land in it.  ``sys.stdout``
+    stays ``None``, so writing a report there is still an error."""
+    for fd, flags in ((0, os.O_RDONLY), (1, os.O_WRONLY), (2, os.O_WRONLY)):
+        try:
+            os.fstat(fd)
+        except OSError:
+            with contextlib.suppress(OSError):
+                got = os.open(os.devnull, flags)
+                if got != fd:
+                    os.dup2(got, fd)
+                    os.close(got)
 
 
 def cmd_scan(args: argparse.Namespace) -> int:
@@ -365,6 +534,7 @@ def cmd_scan(args: argparse.Namespace) -> int:
     from aiaudit.host import Host
     from aiaudit.runner import ScanOptions, exit_status, scan
 
+    started = time.monotonic()
     if not os.path.isdir(args.root):
         raise UsageError(f"--root {args.root}: not a directory")
     reg = plugins.registry()
@@ -384,45 +554,90 @@ def cmd_scan(args: argparse.Namespace) -> int:
         **({"rule_timeout": args.rule_timeout} if args.rule_timeout else {}),
     )
     run = scan(rs, host, opts)
-    shown = _shown_run(run, modes)
-    _emit(reg, shown, outputs, verbose=args.verbose)
     code = exit_status(run, fail_on, on_error=modes.on_error)
-    _finish_modes(run, modes, fail_on, code)
-    if args.syslog:
-        code = _send_syslog(shown, args.syslog, code)
+    # rendering and writing are bounded by the same deadline as the rules
+    budget = max(started + modes.timeout - time.monotonic(), REPORT_MIN_S)
+    try:
+        with _deadline(budget, "the reports were"):
+            shown = _shown_run(run, modes)
+            if _emit(reg, shown, outputs, verbose=args.verbose, debug=args.debug):
+                code = ExitCode.USAGE
+            code = _finish_modes(run, modes, fail_on, code)
+            if args.syslog:
+                code = _send_syslog(shown, args.syslog, code)
+    except _ReportDeadline:
+        _error(f"the reports were not finished by the deadline (--timeout "
+               f"{modes.timeout:g} s, at least {REPORT_MIN_S:g} s after the rules)")
+        return ExitCode.USAGE
     return code
 
 
 def _emit(reg: Registry, run: RunResult, outputs: list[tuple[str, str | None]], *,
-          verbose: bool = False) -> None:
-    """Render ``run`` once per requested output and write each (stdout or its file)."""
+          verbose: bool = False, debug: bool = False) -> list[str]:
+    """Render ``run`` once per requested output and write each (stdout or its file,
+    atomically).  A reporter that fails or a write that fails costs only that output: one
+    message on stderr each, the others are still written.  Returns the messages (empty:
+    all written).  :class:`_ReportDeadline` ends the loop: what was written stays, the rest
+    is named as not written."""
     from aiaudit.reporters._common import text_safe
 
-    for fmt, path in outputs:
-        color = (path is None and sys.stdout.isatty() and not os.environ.get("NO_COLOR")
-                 and os.environ.get("TERM") != "dumb")
-        # text_safe: undecodable file names (surrogate escapes) must not crash the write
-        text = text_safe(reg.reporters[fmt].render(run, {"color": color, "verbose": verbose}))
-        if path is None:
-            sys.stdout.write(text)
-            sys.stdout.flush()
-        else:
-            _write(path, text)
+    problems: list[str] = []
+    for i, (fmt, path) in enumerate(outputs):
+        where = path if path is not None else "stdout"
+        try:
+            color = (path is None and sys.stdout is not None and sys.stdout.isatty()
+                     and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb")
+            text = _render(reg.reporters[fmt], run, {"color": color, "verbose": verbose},
+                           debug)
+            # text_safe: undecodable file names (surrogate escapes) must not crash the write
+            text = text_safe(text)
+            if path is None:
+                _write_stdout(text)
+            else:
+                _write_atomic(path, text)
+        except _OutputError as exc:
+            problems.append(f"{exc}; the {fmt} report for {where} was not written")
+            _error(problems[-1])
+        except _ReportDeadline:
+            lost = ", ".join(f"{f}:{p if p is not None else 'stdout'}" for f, p in outputs[i:])
+            _error(f"not written by the deadline: {lost}")
+            raise
+    return problems
 
 
-def _write(path: str, text: str) -> None:
+def _render(spec: Any, run: RunResult, options: dict[str, Any], debug: bool) -> str:
+    """``spec.render``, with whatever a (third-party) reporter does wrong turned into one
+    :class:`_OutputError` naming the format and the module that provides it."""
     try:
-        with open(path, "w", encoding="utf-8") as fh:
-            fh.write(text)
-    except OSError as exc:
-        raise UsageError(f"cannot write {path}: {exc.strerror}") from None
+        text = spec.render(run, options)
+    except (KeyboardInterrupt, _ReportDeadline):
+        raise
+    except BaseException as exc:  # SystemExit and GeneratorExit included: only this output
+        if debug:
+            raise
+        detail = f": {_one_line(str(exc), 200)}" if str(exc) else ""
+        raise _OutputError(f"reporter {spec.name!r} ({_provider(spec)}) failed: "
+                           f"{type(exc).__name__}{detail}") from None
+    if not isinstance(text, str):
+        raise _OutputError(f"reporter {spec.name!r} ({_provider(spec)}) returned "
+                           f"{type(text).__name__}, not text")
+    return text
+
+
+def _provider(spec: Any) -> str:
+    """Who provides a reporter, for messages: its plugin (where the registry records it),
+    else the module of its render function."""
+    plugin = getattr(spec, "plugin", None)
+    if plugin:
+        return f"plugin {plugin}"
+    return f"module {getattr(spec.render, '__module__', None) or '?'}"
 
 
 def cmd_rules(args: argparse.Namespace) -> int:
     """``aiaudit rules``."""
     from aiaudit.explain import rules_table
 
-    sys.stdout.write(rules_table(_load_ruleset(args.ruleset), args.tag))
+    _write_stdout(rules_table(_load_ruleset(args.ruleset), args.tag))
     return ExitCode.OK
 
 
@@ -430,7 +645,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     """``aiaudit explain RULE_ID``."""
     from aiaudit.explain import explain
 
-    sys.stdout.write(explain(_load_ruleset(args.ruleset), args.rule_id))
+    _write_stdout(explain(_load_ruleset(args.ruleset), args.rule_id))
     return ExitCode.OK
 
 
@@ -438,7 +653,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     """``aiaudit validate FILE``."""
     rs = _load_ruleset(args.file if "/" in args.file else os.path.join(".", args.file),
                        validate=True)
-    print(f"{args.file}: ok ({rs.name} {rs.version}, {len(rs.rules)} rules)")
+    _say(f"{args.file}: ok ({rs.name} {rs.version}, {len(rs.rules)} rules)")
     return ExitCode.OK
 
 
@@ -504,8 +719,8 @@ def cmd_render(args: argparse.Namespace) -> int:
     reg = plugins.registry()
     outputs = _parse_outputs(args, reg.reporters)
     run = load_report(args.report)
-    _emit(reg, run, outputs, verbose=args.verbose)
-    return ExitCode.OK
+    failed = _emit(reg, run, outputs, verbose=args.verbose)
+    return ExitCode.USAGE if failed else ExitCode.OK
 
 
 def cmd_remediate(args: argparse.Namespace) -> int:
@@ -516,7 +731,7 @@ def cmd_remediate(args: argparse.Namespace) -> int:
     run = load_report(args.report)
     b = remediate.write(run, args.output_dir, min_severity=Severity(args.min_severity),
                         force=args.force)
-    print(f"{args.output_dir}: {len(b.fixed)} failure(s) addressed: {len(b.files)} file(s), "
+    _say(f"{args.output_dir}: {len(b.fixed)} failure(s) addressed: {len(b.files)} file(s), "
           f"{len(b.commands)} command(s); {len(b.manual) + len(b.unfixable)} need a manual "
           f"fix.  Review {os.path.join(args.output_dir, remediate.README)}, then run "
           f"{remediate.SCRIPT}.")
@@ -554,7 +769,8 @@ def run() -> NoReturn:
     """
     code = main()
     for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing to add
+        # a closed pipe, a full disk (reported already) or a closed fd: nothing to add
+        with contextlib.suppress(OSError, ValueError, AttributeError):
             stream.flush()
     os._exit(code)
 
@@ -562,6 +778,12 @@ def run() -> NoReturn:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; the one error boundary of aiaudit.  Returns the exit code."""
     argv = sys.argv[1:] if argv is None else list(argv)
+    _occupy_closed_std_fds()
+    for i, arg in enumerate(argv):  # only through the API: a C argv cannot hold one
+        if "\0" in arg:
+            print(f"aiaudit: error: argument {i + 1} ({arg[:40]!r}): a NUL byte at character "
+                  f"{arg.index(chr(0)) + 1}", file=sys.stderr)
+            return ExitCode.USAGE
     # the top level has no option that takes a value: the first word names the command
     word = next((a for a in argv if not a.startswith("-")), None)
     parser = build_parser(word if word in COMMANDS else None)
@@ -570,7 +792,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return ExitCode.USAGE
     try:
-        return int(COMMANDS[args.command](args))
+        code = int(COMMANDS[args.command](args))
+        if args.command not in ("scan", "render"):  # their reports flushed already
+            _write_stdout("")
+        return code
+    except _ReportDeadline:  # the timer fired just as the reports were finished
+        _error("the reports were not finished by the deadline")
+        return ExitCode.USAGE
     except RulesetError as exc:
         for problem in exc.problems:
             print(f"aiaudit: error: {problem}", file=sys.stderr)
@@ -578,8 +806,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except AuditError as exc:
         print(f"aiaudit: error: {exc}", file=sys.stderr)
         return ExitCode.USAGE
-    except BrokenPipeError:
-        return ExitCode.OK
+    except BrokenPipeError:  # print() of rules/explain into a closed pipe
+        _silence_stdout()
+        _error("cannot write to stdout: Broken pipe")
+        return ExitCode.USAGE
     except KeyboardInterrupt:
         return 130
     except Exception as exc:

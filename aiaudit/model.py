@@ -267,6 +267,9 @@ class RunResult:
     """Counts per severity and status of the whole scan when :attr:`findings` is a subset
     (``--changes-since``/``--state`` show only changes); ``None`` when they are the whole
     scan.  The exit code is computed from the whole scan, so reports show these totals."""
+    ruleset_source: str = ""
+    """Which file the ruleset came from: ``aiaudit.rulesets/NAME.yaml`` for a shipped one, a
+    plugin's origin, or the absolute path of a ruleset file (``""``: not known)."""
 
     def counts(self) -> dict[str, int]:
         """Number of findings per effective status (every status present, zeros kept)."""

@@ -56,6 +56,9 @@ class Ruleset:
     origin: str = ""
     disabled: tuple[str, ...] = ()
     """Ids of inherited rules switched off by ``enabled: false``."""
+    source: str = ""
+    """Which file was used, for the report: ``aiaudit.rulesets/NAME.yaml`` (shipped), the
+    plugin's origin, or the absolute path of a ruleset file."""
 
     def get(self, rule_id: str) -> Rule | None:
         """The rule with ``rule_id``, or ``None``."""
@@ -101,8 +104,10 @@ def _short(err: Any) -> str:
 
 
 def is_path(ref: str) -> bool:
-    """True if ``ref`` names a file rather than a shipped ruleset."""
-    return "/" in ref or ref.endswith((".yaml", ".yml")) or os.path.isfile(ref)
+    """True if ``ref`` names a file rather than a shipped (or plugin) ruleset: it contains
+    ``/`` or ends in ``.yaml``/``.yml``.  Whatever lies in the working directory plays no
+    part: a file ``dl-training`` there must not replace the shipped ``dl-training``."""
+    return "/" in ref or ref.endswith((".yaml", ".yml"))
 
 
 @record(frozen=False)
@@ -126,7 +131,9 @@ def _load_doc(ref: str, registry: Registry, base_dir: str | None,
         src = registry.rulesets.get(ref)
         if src is None:
             known = ", ".join(sorted(registry.rulesets)) or "none"
-            raise UsageError(f"unknown ruleset {ref!r} (shipped: {known}; or give a path)")
+            hint = f"; for the file, say ./{ref}" if base_dir is None and os.path.isfile(ref) \
+                else "; or give a path"
+            raise UsageError(f"unknown ruleset {ref!r} (shipped: {known}{hint})")
         origin, real = src.origin or ref, None
         trusted = src.origin.startswith("aiaudit.rulesets/")
         if trusted and validate is not True and src.load_data is not None:
@@ -140,7 +147,7 @@ def _load_doc(ref: str, registry: Registry, base_dir: str | None,
         import yaml
 
         if isinstance(exc, yaml.YAMLError):
-            raise RulesetError([yamlpos.error_message(exc, origin)]) from None
+            raise RulesetError([yamlpos.error_message(exc, origin, text)]) from None
         raise RulesetError([f"{origin}: invalid YAML: {exc}"]) from None
     return _Raw(doc, trusted, real)
 
@@ -189,6 +196,9 @@ def load(ref: str, registry: Registry, *, validate: bool | None = None) -> Rules
             raise RulesetError(problems)
         ext = data.get("extends")
         ref_now = ext if isinstance(ext, str) else None
+        if ref_now is not None and "\0" in ref_now:  # os.stat would raise ValueError
+            raise RulesetError([f"{raw.doc.where(['extends'])}: extends: a NUL byte at "
+                                f"character {ref_now.index(chr(0)) + 1} of the name"])
         base_dir = os.path.dirname(raw.path) if raw.path else None
     return _merge_and_bind(list(reversed(chain)), registry, validate)
 
@@ -270,6 +280,7 @@ def _merge_and_bind(chain: list[_Raw], registry: Registry, validate: bool | None
         settings=settings,
         origin=chain[-1].doc.origin,
         disabled=tuple(disabled),
+        source=chain[-1].path or chain[-1].doc.origin,
     )
 
 

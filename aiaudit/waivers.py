@@ -53,7 +53,7 @@ def parse_waivers(text: str, origin: str) -> tuple[Waiver, ...]:
     try:
         doc = yamlpos.load(text, origin, _loader())
     except yaml.YAMLError as exc:
-        raise RulesetError([yamlpos.error_message(exc, origin)]) from None
+        raise RulesetError([yamlpos.error_message(exc, origin, text)]) from None
     if not isinstance(doc.data, dict):
         raise RulesetError([f"{doc.where()}: a waiver file must be a mapping with a "
                             f"'waivers' list (got {type(doc.data).__name__})"])

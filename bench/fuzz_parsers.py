@@ -7,6 +7,9 @@ built from the tokens each format uses (so the fuzzer reaches deep branches, not
 first "invalid line" check).  Prints, per parser, the examples run, the time taken and any
 failure; exits 1 if a parser raised anything but ParseError.
 
+Rulesets, waiver files and saved JSON reports (what a user hands to aiaudit) are fuzzed the
+same way: their one allowed failure is a usage error naming the file and place.
+
 ``--pathological`` feeds every parser long repetitive inputs instead (64 KiB of one token,
 after a few line prefixes): regular expressions that backtrack quadratically and integers
 too long for ``int()`` show up there, not in random text.  A parser fails when it raises
@@ -45,6 +48,7 @@ TOKENS = [
     "required", "pam_limits.so", "@include", "Package:", "Status:", "install ok installed",
     "Version:", "0100007F:0016", "00000000:0000", "0A", "07", "vm.swappiness", "net.ipv4.",
     "table", "chain", "hook", "input", "policy", "drop", "accept", "\x00", "\ufffd",
+    "<<: ", "*a", "&a ", "!!int ", "!foo ", "- ", "waivers:", "rule: ", "NaN", "1e999", "99999999",
 ]
 
 text_inputs = st.one_of(
@@ -58,6 +62,42 @@ text_inputs = st.one_of(
 
 def _b(text: str) -> bytes:
     return text.encode("utf-8", "surrogateescape")
+
+
+def _user_input(load: Callable[[str], Any]) -> Callable[[str], Any]:
+    """Adapter for the loaders of the files a user hands to aiaudit (rulesets, waivers,
+    saved reports): their one allowed failure is a UsageError (a YAMLError for the bare YAML
+    loader) whose message starts with the file name, i.e. names the place; it becomes the
+    ParseError the fuzzer accepts.  Anything else (a ValueError from ``int()``, a
+    RecursionError) is a failure, as for the parsers."""
+    import yaml
+
+    from aiaudit import yamlpos
+    from aiaudit.errors import UsageError
+
+    def call(text: str) -> Any:
+        try:
+            return load(text)
+        except yaml.YAMLError as exc:
+            raise ParseError(yamlpos.error_message(exc, "fuzz", text)) from None
+        except UsageError as exc:
+            if not str(exc).startswith("fuzz"):
+                raise AssertionError(f"message without the file: {exc}") from None
+            raise ParseError(str(exc)) from None
+
+    return call
+
+
+def user_input_targets() -> list[tuple[str, Callable[[str], Any]]]:
+    """Rulesets (YAML with positions), waiver files and saved JSON reports."""
+    from aiaudit import savedreport, waivers, yamlpos
+
+    return [
+        ("yamlpos.load (ruleset YAML)", _user_input(lambda t: yamlpos.load(t, "fuzz"))),
+        ("waivers.parse_waivers", _user_input(lambda t: waivers.parse_waivers(t, "fuzz"))),
+        ("savedreport.decode_json", _user_input(
+            lambda t: savedreport.decode_json(t, "fuzz", "a JSON report"))),
+    ]
 
 
 def extra_targets() -> list[tuple[str, Callable[[str], Any]]]:
@@ -193,7 +233,7 @@ def main() -> int:
     bad = 0
     total = 0
     print(f"{'parser':<40} {'examples':>9} {'seconds':>8}  result")
-    for name, fn in [*discover(), *extra_targets()]:
+    for name, fn in [*discover(), *extra_targets(), *user_input_targets()]:
         if args.only and args.only not in name:
             continue
         t0 = time.monotonic()

@@ -250,7 +250,8 @@ def test_output_files(make_root, tmp_path: Path) -> None:
     assert res.code == 1
     assert res.out == ""  # every report went to a file
     doc = json.loads(out_json.read_text())
-    assert doc["ruleset"] == {"name": "small", "version": "2.1"}
+    assert doc["ruleset"] == {"name": "small", "version": "2.1",
+                              "source": os.path.realpath(SMALL)}
     assert doc["summary"]["by_status"]["fail"] == 1
     assert "Summary:" in out_text.read_text() and "\x1b[" not in out_text.read_text()
 
@@ -319,7 +320,8 @@ def test_python_dash_m_subprocess(make_root) -> None:
 
 def test_fast_exit_loses_no_output(make_root, tmp_path) -> None:
     """``run`` leaves with os._exit: stdout (a pipe, larger than its buffer), --output files
-    and the exit code are all complete, and a reader that stops early gets no traceback."""
+    and the exit code are all complete, and a reader that stops early gets one message, no
+    traceback."""
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
     root = str(make_root(SWAP_BAD))
     report = tmp_path / "r.json"
@@ -336,7 +338,11 @@ def test_fast_exit_loses_no_output(make_root, tmp_path) -> None:
     head = subprocess.run(f"{sys.executable} -m aiaudit scan --ruleset dl-training --root "
                           f"{root} --format json | head -c 100", shell=True,
                           capture_output=True, text=True, env=env, cwd="/", timeout=120)
-    assert head.stdout.startswith("{") and head.stderr == ""
+    # the reader left after 100 bytes: the rest of the report is lost, and that is said
+    # once (exit 2), never silently
+    assert head.stdout.startswith("{") and "Traceback" not in head.stderr
+    assert head.stderr == "aiaudit: error: cannot write to stdout: Broken pipe; the json " \
+                          "report for stdout was not written\n"
 
 
 @pytest.mark.parametrize("name,needle", [

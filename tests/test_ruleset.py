@@ -77,9 +77,13 @@ def test_shipped_ruleset_does_not_import_jsonschema() -> None:
     assert out.stdout.strip() == "False"
 
 
-def test_is_path() -> None:
+def test_is_path(tmp_path, monkeypatch) -> None:
     assert ruleset.is_path("./x") and ruleset.is_path("x.yaml") and ruleset.is_path("a/b")
+    assert ruleset.is_path("x.yml")
     assert not ruleset.is_path("dl-training")
+    (tmp_path / "dl-training").write_text("ruleset: hijack\n")
+    monkeypatch.chdir(tmp_path)
+    assert not ruleset.is_path("dl-training"), "a file in the cwd does not make a name a path"
 
 
 @pytest.mark.parametrize("content,needle", [

@@ -179,6 +179,10 @@ def _header(run: RunResult) -> list[Line]:
     if run.training_user:
         src = f" (from {_s(run.training_user_source)})" if run.training_user_source else ""
         facts += [("; training user ", "dim"), (_s(run.training_user), "bold"), (src, "dim")]
+    # a ruleset that is not shipped says where it came from (a file named like a shipped
+    # ruleset must be visible as such)
+    if run.ruleset_source and not run.ruleset_source.startswith("aiaudit.rulesets/"):
+        facts += [("; ruleset from ", "dim"), (_s(run.ruleset_source), "bold")]
     out.append(Line(facts))
     no_user = no_user_skips(run)
     if no_user:
