@@ -139,6 +139,7 @@ def _populate_scan(s: argparse.ArgumentParser) -> None:
     s.add_argument("--debug", action="store_true",
                    help="re-raise unexpected errors in checks (for developers)")
     _add_syslog_option(s)
+    _add_sarif_category_option(s)
     _add_mode_options(s)
 
 
@@ -379,7 +380,7 @@ def cmd_scan(args: argparse.Namespace) -> int:
     )
     run = scan(rs, host, opts)
     shown = _shown_run(run, modes)
-    _emit(reg, shown, outputs, verbose=args.verbose)
+    _emit(reg, shown, outputs, verbose=args.verbose, sarif_category=args.sarif_category)
     code = exit_status(run, fail_on, on_error=modes.on_error)
     _finish_modes(run, modes, fail_on, code)
     if args.syslog:
@@ -388,7 +389,7 @@ def cmd_scan(args: argparse.Namespace) -> int:
 
 
 def _emit(reg: Registry, run: RunResult, outputs: list[tuple[str, str | None]], *,
-          verbose: bool = False) -> None:
+          verbose: bool = False, sarif_category: str | None = None) -> None:
     """Render ``run`` once per requested output and write each (stdout or its file)."""
     from aiaudit.reporters._common import text_safe
 
@@ -396,7 +397,8 @@ def _emit(reg: Registry, run: RunResult, outputs: list[tuple[str, str | None]], 
         color = (path is None and sys.stdout.isatty() and not os.environ.get("NO_COLOR")
                  and os.environ.get("TERM") != "dumb")
         # text_safe: undecodable file names (surrogate escapes) must not crash the write
-        text = text_safe(reg.reporters[fmt].render(run, {"color": color, "verbose": verbose}))
+        text = text_safe(reg.reporters[fmt].render(run, {"color": color, "verbose": verbose,
+                                                         "sarif_category": sarif_category}))
         if path is None:
             sys.stdout.write(text)
             sys.stdout.flush()
@@ -474,6 +476,13 @@ def _add_syslog_option(p: argparse.ArgumentParser) -> None:
                         f"facility user) through SOCKET (default {DEFAULT_SYSLOG_SOCKET})")
 
 
+def _add_sarif_category_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--sarif-category", metavar="TEXT", default=None,
+                   help="SARIF: the code-scanning category (runAutomationDetails.id) instead "
+                        "of aiaudit/RULESET/HOST-OR-IMAGE-NAME/; keep it the same for every "
+                        "scan of one host or image so that fixed alerts close")
+
+
 def _populate_render(d: argparse.ArgumentParser) -> None:
     d.add_argument("report", metavar="SCAN.json", help="saved JSON report (- for stdin)")
     d.add_argument("--format", default="text", metavar="FORMAT",
@@ -482,6 +491,7 @@ def _populate_render(d: argparse.ArgumentParser) -> None:
                    help="write to FILE (repeatable; FORMAT:FILE picks its format)")
     d.add_argument("--verbose", "-v", action="store_true",
                    help="text format: show details of passed and skipped rules")
+    _add_sarif_category_option(d)
 
 
 def _populate_remediate(m: argparse.ArgumentParser) -> None:
@@ -523,7 +533,7 @@ def cmd_render(args: argparse.Namespace) -> int:
     reg = plugins.registry()
     outputs = _parse_outputs(args, reg.reporters)
     run = load_report(args.report)
-    _emit(reg, run, outputs, verbose=args.verbose)
+    _emit(reg, run, outputs, verbose=args.verbose, sarif_category=args.sarif_category)
     return ExitCode.OK
 
 

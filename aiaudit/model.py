@@ -222,6 +222,17 @@ class HostInfo:
     """``live`` or ``offline``."""
     product_uuid: str | None = None
     image_id: str | None = None
+    """Display form of the image the root was built from (name, version and build)."""
+    image_name: str | None = None
+    """The image's name without version or build (``IMAGE_ID``): stable across builds, so
+    it names the scan in SARIF categories, JUnit class names and metric labels."""
+    image_version: str | None = None
+    """The image's version (``IMAGE_VERSION``, a build serial...)."""
+    image_build: str | None = None
+    """The image's build id (``BUILD_ID``)."""
+    os_release_path: str | None = None
+    """The ``os-release`` file that was read (``/etc/os-release`` or
+    ``/usr/lib/os-release``), when the root has one."""
 
 
 @record

@@ -92,6 +92,9 @@ def host_dict(h: HostInfo) -> dict[str, Any]:
         "root": h.root,
         "mode": h.mode,
         "image_id": h.image_id,
+        **{k: v for k, v in (("image_name", h.image_name), ("image_version", h.image_version),
+                             ("image_build", h.image_build),
+                             ("os_release_path", h.os_release_path)) if v is not None},
     }
 
 
@@ -131,7 +134,10 @@ def run_from_dict(d: dict[str, Any]) -> RunResult:
                     os_name=(h.get("os") or {}).get("name"), os_version=(h.get("os") or {})
                     .get("version"), os_id=(h.get("os") or {}).get("id"),
                     kernel=h.get("kernel"), root=h.get("root", "/"), mode=h.get("mode", "live"),
-                    product_uuid=h.get("product_uuid"), image_id=h.get("image_id"))
+                    product_uuid=h.get("product_uuid"), image_id=h.get("image_id"),
+                    image_name=h.get("image_name"), image_version=h.get("image_version"),
+                    image_build=h.get("image_build"),
+                    os_release_path=h.get("os_release_path"))
     rules = tuple(RuleInfo(id=r["id"], check=r["check"], severity=Severity(r["severity"]),
                            title=r["title"], rationale=r.get("rationale", ""),
                            references=tuple(r.get("references", ())),
