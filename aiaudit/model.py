@@ -269,6 +269,9 @@ class RunResult:
     fail_on: Severity = Severity.HIGH
     notices: tuple[str, ...] = ()
     """Run-level remarks (expired or unused waivers, deadline reached...)."""
+    rule_durations: Mapping[str, float] = field(default_factory=dict)
+    """Seconds each rule's check ran, by rule id (a rule stopped at its budget: the
+    budget; a rule the deadline left out: absent)."""
 
     def counts(self) -> dict[str, int]:
         """Number of findings per effective status (every status present, zeros kept)."""

@@ -124,6 +124,7 @@ def run_dict(run: RunResult) -> dict[str, Any]:
         "notices": list(run.notices),
         "rules": [rule_dict(r) for r in run.rules],
         "results": [finding_dict(f) for f in run.findings],
+        **({"rule_durations": dict(run.rule_durations)} if run.rule_durations else {}),
     }
 
 
@@ -173,4 +174,5 @@ def run_from_dict(d: dict[str, Any]) -> RunResult:
                      ruleset=d["ruleset"]["name"], ruleset_version=d["ruleset"]["version"],
                      rules=rules, findings=tuple(findings),
                      fail_on=Severity(d.get("fail_on", "high")),
-                     notices=tuple(d.get("notices", ())))
+                     notices=tuple(d.get("notices", ())),
+                     rule_durations=dict(d.get("rule_durations") or {}))
