@@ -269,6 +269,11 @@ class RunResult:
     fail_on: Severity = Severity.HIGH
     notices: tuple[str, ...] = ()
     """Run-level remarks (expired or unused waivers, deadline reached...)."""
+    change_summary: Mapping[str, Any] | None = None
+    """Set on a run reduced to its changes (``--changes-since`` / ``--state``):
+    ``{"since", "previous_run", "scan_counts", "changes"}`` where ``scan_counts`` are the
+    whole scan's counts per status (what the exit code reflects) and ``changes`` the number
+    of results per change kind (and ``unchanged``)."""
     rule_durations: Mapping[str, float] = field(default_factory=dict)
     """Seconds each rule's check ran, by rule id (a rule stopped at its budget: the
     budget; a rule the deadline left out: absent)."""

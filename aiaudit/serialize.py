@@ -125,6 +125,7 @@ def run_dict(run: RunResult) -> dict[str, Any]:
         "rules": [rule_dict(r) for r in run.rules],
         "results": [finding_dict(f) for f in run.findings],
         **({"rule_durations": dict(run.rule_durations)} if run.rule_durations else {}),
+        **({"changes": dict(run.change_summary)} if run.change_summary else {}),
     }
 
 
@@ -175,4 +176,5 @@ def run_from_dict(d: dict[str, Any]) -> RunResult:
                      rules=rules, findings=tuple(findings),
                      fail_on=Severity(d.get("fail_on", "high")),
                      notices=tuple(d.get("notices", ())),
-                     rule_durations=dict(d.get("rule_durations") or {}))
+                     rule_durations=dict(d.get("rule_durations") or {}),
+                     change_summary=d.get("changes"))
