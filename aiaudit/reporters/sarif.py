@@ -139,19 +139,25 @@ def _split_line(path: str, line: int | None) -> tuple[str, int | None]:
 
 
 def deciding_evidence(f: Finding) -> Evidence | None:
-    """The evidence that decided the result and names an existing file or live path.
+    """The evidence that decided the result, when it names an existing file or live path.
 
     Checks name the deciding source in their message (``... (from etc/security/limits.d/
     90-x.conf:3)``), ahead of context such as the ``UsePAM`` line that made pam_limits
-    apply; so the file evidence the message names wins, then the first file evidence with
-    a line, then any file evidence, then live state that was read.
+    apply.  So the evidence the message names first decides: a file or live path is the
+    location; a default or a command named there means no file decided (``None``: the
+    context lines are only related locations).  When the message names none: the first
+    file evidence with a line, then any file evidence, then live state that was read.
     """
-    ev = [e for e in f.result.evidence if e.path]
-    files = [e for e in ev if e.kind == "file"]
+    ev = list(f.result.evidence)
     msg = f.result.message
-    named = [e for e in files if e.line is not None and e.source in msg]
-    for group in (named, [e for e in files if e.line is not None], files,
-                  [e for e in ev if e.kind == "runtime"]):
+    named = sorted((e for e in ev if e.source and e.source in msg),
+                   key=lambda e: msg.index(e.source))
+    if named:
+        first = named[0]
+        return first if first.kind in ("file", "runtime") and first.path else None
+    files = [e for e in ev if e.kind == "file" and e.path]
+    for group in ([e for e in files if e.line is not None], files,
+                  [e for e in ev if e.kind == "runtime" and e.path]):
         if group:
             return group[0]
     return None

@@ -163,6 +163,19 @@ def test_location_is_the_line_the_message_names() -> None:
     assert loc["region"] == {"startLine": 12}
     assert [x["physicalLocation"]["artifactLocation"]["uri"] for x in r["relatedLocations"]] \
         == ["etc/ssh/sshd_config", "etc/pam.d/sshd"]
+    # a default decided (named in the message): no context line is the location
+    dflt = replace(f, result=replace(
+        f.result, message="soft nofile of alice via sshd is 1024 (from systemd default "
+                          "DefaultLimitNOFILE), expected >= 65536.",
+        evidence=(Evidence.file("/etc/ssh/sshd_config", 3, "UsePAM yes"),
+                  Evidence.default("systemd default DefaultLimitNOFILE", "1024")),
+        remediation=None))
+    host = replace(run.host, os_release_path="/usr/lib/os-release")
+    r = render(replace(run, host=host, findings=(dflt,)))["runs"][0]["results"][0]
+    assert r["locations"][0]["physicalLocation"] == {
+        "artifactLocation": {"uri": "usr/lib/os-release", "uriBaseId": "ROOT"}}
+    assert [x["physicalLocation"]["artifactLocation"]["uri"] for x in r["relatedLocations"]] \
+        == ["etc/ssh/sshd_config"]
 
 
 def test_waived_failure_is_a_notification_not_an_alert() -> None:
