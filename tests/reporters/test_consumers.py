@@ -396,3 +396,16 @@ def test_sarif_category_option_end_to_end(tmp_path: Path) -> None:
     got = _scan_outputs(_image_root(tmp_path, "1", "1", False), tmp_path / "o",
                         "--sarif-category", "golden/gpu-node/")
     assert got["category"] == "golden/gpu-node/"
+
+
+def test_no_subject_carries_a_file_line() -> None:
+    """Subjects are identities (SARIF fingerprints, JUnit names, metric labels): no fixture
+    root, offline or live, yields one with a ``path:line`` in it."""
+    file_line = re.compile(r"\S*/\S*:\d+")
+    bad = []
+    for case in sorted(p for p in ROOTS.iterdir() if (p / "root").is_dir()):
+        for live in (False, True):
+            run = scan_root(case / "root", live=live, reraise=False)
+            bad += [(case.name, f.rule_id, f.result.subject) for f in run.findings
+                    if file_line.search(f.result.subject)]
+    assert bad == []
