@@ -478,9 +478,9 @@ def _add_syslog_option(p: argparse.ArgumentParser) -> None:
 
 def _add_sarif_category_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sarif-category", metavar="TEXT", default=None,
-                   help="SARIF: the code-scanning category (runAutomationDetails.id) instead "
-                        "of aiaudit/RULESET/HOST-OR-IMAGE-NAME/; keep it the same for every "
-                        "scan of one host or image so that fixed alerts close")
+                   help="SARIF: the code-scanning category (runAutomationDetails.id, a final "
+                        "/ added) instead of aiaudit/RULESET/HOST-OR-IMAGE-NAME/; keep it the "
+                        "same for every scan of one host or image so that fixed alerts close")
 
 
 def _populate_render(d: argparse.ArgumentParser) -> None:

@@ -88,10 +88,12 @@ _ONE_VALUE_FILES = ("/proc/sys/", "/sys/")
 
 
 def automation_id(run: RunResult, category: str | None = None) -> str:
-    """The code-scanning category: ``category`` when given, else one per ruleset and
-    host or image name (never its version or build)."""
+    """The code-scanning category: ``category`` when given (with a final ``/``, as
+    upload-sarif adds to its ``category:`` input: the part after the last ``/`` of an id
+    names one run, not the category), else one per ruleset and host or image name (never
+    its version or build)."""
     if category:
-        return category
+        return category if category.endswith("/") else category + "/"
     return f"aiaudit/{safe_id(run.ruleset)}/{safe_id(host_label(run))}/"
 
 

@@ -249,8 +249,9 @@ def test_image_version_and_build_are_properties_not_identity() -> None:
 
 
 def test_sarif_category_option() -> None:
-    doc = json.loads(sarif.render(mixed_run(), {"sarif_category": "golden/gpu-node/"}))
-    assert doc["runs"][0]["automationDetails"]["id"] == "golden/gpu-node/"
+    for given in ("golden/gpu-node/", "golden/gpu-node"):
+        doc = json.loads(sarif.render(mixed_run(), {"sarif_category": given}))
+        assert doc["runs"][0]["automationDetails"]["id"] == "golden/gpu-node/"
 
 
 def test_one_rule_two_results_for_one_subject_get_two_fingerprints() -> None:
