@@ -132,9 +132,11 @@ def _rule_descriptor(info: RuleInfo) -> dict[str, Any]:
     return d
 
 
-def _split_line(path: str, line: int | None) -> tuple[str, int | None]:
-    """``/proc/net/tcp:2`` (a line written into a live path) as (path, line)."""
-    m = _LINE_SUFFIX.match(path)
+def _split_line(e: Evidence) -> tuple[str, int | None]:
+    """The evidence's (path, line); ``/proc/net/tcp:2`` (a line written into a live path)
+    is (``/proc/net/tcp``, 2)."""
+    path, line = e.path or e.source, e.line
+    m = _LINE_SUFFIX.match(path) if e.kind == "runtime" else None
     if m and line is None:
         return m.group(1), int(m.group(2))
     return path, line
@@ -169,7 +171,7 @@ def _location_path(f: Finding, os_release: str | None) -> tuple[str, int | None]
     """The primary location (path on the host, line), see the module docstring."""
     e = deciding_evidence(f)
     if e is not None and e.path:
-        path, line = _split_line(e.path, e.line)
+        path, line = _split_line(e)
         if line is None and e.kind == "runtime" and path.startswith(_ONE_VALUE_FILES):
             line = 1
         return path, line
@@ -201,7 +203,7 @@ def _related(f: Finding) -> list[dict[str, Any]]:
     for e in f.result.evidence:
         if e is primary or not e.path or e.kind not in ("file", "runtime"):
             continue
-        path, line = _split_line(e.path, e.line)
+        path, line = _split_line(e)
         if (path, line) in seen:
             continue
         seen.add((path, line))
