@@ -14,11 +14,19 @@ failures (the effective status, so ``waived`` counts as not failing):
 ``changed``
     any other status change: failure waived, an ``error`` appearing or clearing, a new
     result that does not fail...
+``gone``
+    failing (or waived, or not evaluated) before, and its subject is no longer reported by
+    a rule that ran this time (a listener that went away, a removed device): the closing
+    event a SIEM needs to close the incident.  It is shown as a ``skip`` result (the rule
+    does not apply to a subject that no longer exists) with the previous result's rule,
+    subject and evidence.  A gone result that passed before closes nothing and is only
+    listed in a notice.
 
 Each emitted result carries ``data["change"] = {"kind", "previous_status", "previous_run"}``
-(``previous_status`` is ``null`` for a result that is new); results of the previous scan that
-are gone (the rule or subject disappeared) and a summary line are run notices.  The exit
-code is not affected: the CLI computes it from the full scan.
+(``previous_status`` is ``null`` for a result that is new).  The reduced run keeps the
+whole scan's counts beside the change counts in ``change_summary`` (a run with no change
+still says the host has 9 failures), and a summary line is a run notice.  The exit code is
+not affected: the CLI computes it from the full scan.
 """
 
 from __future__ import annotations
@@ -31,7 +39,10 @@ from aiaudit.errors import UsageError
 from aiaudit.model import Finding, RunResult, Status
 from aiaudit.records import record
 
-CHANGE_KINDS = ("added", "fixed", "changed")
+CHANGE_KINDS = ("added", "fixed", "changed", "gone")
+CLOSING_STATUSES = (Status.FAIL, Status.WAIVED, Status.ERROR)
+"""A previous result with one of these statuses gets a ``gone`` result when its subject
+disappears (something was open about it)."""
 MAX_PREVIOUS_BYTES = 64 * 1024 * 1024
 """A previous scan larger than this is refused."""
 MAX_GONE_LISTED = 10
@@ -44,7 +55,7 @@ class Change:
     """One result whose status changed since the previous scan."""
 
     kind: str
-    """``added``, ``fixed`` or ``changed``."""
+    """``added``, ``fixed``, ``changed`` or ``gone``."""
     finding: Finding
     previous_status: Status | None
     """``None`` when the result was not in the previous scan."""
@@ -112,11 +123,25 @@ def _mismatch_notices(previous: RunResult, current: RunResult, origin: str) -> l
     return out
 
 
+def gone_result(f: Finding) -> Finding:
+    """The closing result for a previous finding whose subject is no longer reported."""
+    r = f.result
+    msg = (f"{r.subject} is no longer reported by {f.rule_id} (was {f.status.value}): the "
+           "subject is gone")
+    result = replace(r, status=Status.SKIP, message=msg, expected=None, actual=None,
+                     remediation=None)
+    return replace(f, result=result, waiver=None)
+
+
 def changes_since(current: RunResult, previous: RunResult | None, origin: str) -> RunResult:
     """``current`` reduced to the results whose status changed since ``previous``, each
-    marked in ``data["change"]``, with a summary and the gone results as notices.
-    ``previous=None`` (first run of ``--state``) reports every result."""
+    marked in ``data["change"]``, plus a ``gone`` result for each previous failure whose
+    subject disappeared, with the whole scan's and the change counts in
+    ``change_summary`` and a summary notice.  ``previous=None`` (first run of ``--state``)
+    reports every result."""
     changes, gone, unchanged = diff(previous, current)
+    closing = [g for g in gone if g.status in CLOSING_STATUSES]
+    changes += [Change("gone", gone_result(g), g.status) for g in closing]
     current = replace(current, scan_counts=current.counts_by_severity())
     prev_run = previous.run_id if previous is not None else None
     findings = []
@@ -128,15 +153,20 @@ def changes_since(current: RunResult, previous: RunResult | None, origin: str) -
                           "previous_run": prev_run}
         findings.append(replace(ch.finding, result=replace(ch.finding.result, data=data)))
     counts = Counter(ch.kind for ch in changes)
+    summary_counts = {k: counts[k] for k in CHANGE_KINDS}
+    summary_counts["unchanged"] = unchanged
+    change_summary = {"since": origin, "previous_run": prev_run,
+                      "scan_counts": current.counts(), "changes": summary_counts}
     notices = list(current.notices)
-    summary = ", ".join(f"{counts[k]} {k}" for k in CHANGE_KINDS)
+    summary = ", ".join(f"{counts[k]} {k}" for k in CHANGE_KINDS[:3])
     if previous is None:
         notices.append(f"no previous scan at {origin}: every result is reported "
                        f"({summary})")
-        return replace(current, findings=tuple(findings), notices=tuple(notices))
+        return replace(current, findings=tuple(findings), notices=tuple(notices),
+                       change_summary=change_summary)
     notices += _mismatch_notices(previous, current, origin)
     not_compared = len(previous.findings) - unchanged - len(gone) - sum(
-        1 for ch in changes if ch.previous_status is not None)
+        1 for ch in changes if ch.previous_status is not None and ch.kind != "gone")
     notices.append(f"changes since {origin} (scan of {previous.started}): {summary}, "
                    f"{len(gone)} gone; {unchanged} unchanged result(s) not shown"
                    + (f"; {not_compared} result(s) of rules not run this time not compared"
@@ -147,7 +177,8 @@ def changes_since(current: RunResult, previous: RunResult | None, origin: str) -
         more = (f"; and {len(gone) - MAX_GONE_LISTED} more" if len(gone) > MAX_GONE_LISTED
                 else "")
         notices.append(f"no longer reported since the previous scan: {listed}{more}")
-    return replace(current, findings=tuple(findings), notices=tuple(notices))
+    return replace(current, findings=tuple(findings), notices=tuple(notices),
+                   change_summary=change_summary)
 
 
 def load_previous(path: str) -> RunResult:

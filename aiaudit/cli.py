@@ -157,6 +157,7 @@ def _populate_scan(s: argparse.ArgumentParser) -> None:
     s.add_argument("--debug", action="store_true",
                    help="re-raise unexpected errors in checks (for developers)")
     _add_syslog_option(s)
+    _add_sarif_category_option(s)
     _add_mode_options(s)
 
 
@@ -560,7 +561,8 @@ def cmd_scan(args: argparse.Namespace) -> int:
     try:
         with _deadline(budget, "the reports were"):
             shown = _shown_run(run, modes)
-            if _emit(reg, shown, outputs, verbose=args.verbose, debug=args.debug):
+            if _emit(reg, shown, outputs, verbose=args.verbose, debug=args.debug,
+                     sarif_category=args.sarif_category):
                 code = ExitCode.USAGE
             code = _finish_modes(run, modes, fail_on, code)
             if args.syslog:
@@ -573,7 +575,8 @@ def cmd_scan(args: argparse.Namespace) -> int:
 
 
 def _emit(reg: Registry, run: RunResult, outputs: list[tuple[str, str | None]], *,
-          verbose: bool = False, debug: bool = False) -> list[str]:
+          verbose: bool = False, debug: bool = False,
+          sarif_category: str | None = None) -> list[str]:
     """Render ``run`` once per requested output and write each (stdout or its file,
     atomically).  A reporter that fails or a write that fails costs only that output: one
     message on stderr each, the others are still written.  Returns the messages (empty:
@@ -587,7 +590,8 @@ def _emit(reg: Registry, run: RunResult, outputs: list[tuple[str, str | None]], 
         try:
             color = (path is None and sys.stdout is not None and sys.stdout.isatty()
                      and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb")
-            text = _render(reg.reporters[fmt], run, {"color": color, "verbose": verbose},
+            text = _render(reg.reporters[fmt], run, {"color": color, "verbose": verbose,
+                                                       "sarif_category": sarif_category},
                            debug)
             # text_safe: undecodable file names (surrogate escapes) must not crash the write
             text = text_safe(text)
@@ -669,6 +673,13 @@ def _add_syslog_option(p: argparse.ArgumentParser) -> None:
                         f"facility user) through SOCKET (default {DEFAULT_SYSLOG_SOCKET})")
 
 
+def _add_sarif_category_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--sarif-category", metavar="TEXT", default=None,
+                   help="SARIF: the code-scanning category (runAutomationDetails.id, a final "
+                        "/ added) instead of aiaudit/RULESET/HOST-OR-IMAGE-NAME/; keep it the "
+                        "same for every scan of one host or image so that fixed alerts close")
+
+
 def _populate_render(d: argparse.ArgumentParser) -> None:
     d.add_argument("report", metavar="SCAN.json", help="saved JSON report (- for stdin)")
     d.add_argument("--format", default="text", metavar="FORMAT",
@@ -677,6 +688,7 @@ def _populate_render(d: argparse.ArgumentParser) -> None:
                    help="write to FILE (repeatable; FORMAT:FILE picks its format)")
     d.add_argument("--verbose", "-v", action="store_true",
                    help="text format: show details of passed and skipped rules")
+    _add_sarif_category_option(d)
 
 
 def _populate_remediate(m: argparse.ArgumentParser) -> None:
@@ -719,7 +731,8 @@ def cmd_render(args: argparse.Namespace) -> int:
     reg = plugins.registry()
     outputs = _parse_outputs(args, reg.reporters)
     run = load_report(args.report)
-    failed = _emit(reg, run, outputs, verbose=args.verbose)
+    failed = _emit(reg, run, outputs, verbose=args.verbose,
+                   sarif_category=args.sarif_category)
     return ExitCode.USAGE if failed else ExitCode.OK
 
 

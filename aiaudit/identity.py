@@ -12,6 +12,10 @@ the root was built from, in both modes (a live node built from an image says whi
    ``/etc/dgx-release`` (``DGX_NAME:DGX_SWBUILD_VERSION``), diskimage-builder's
    ``/etc/dib-builddate.txt`` and plain one-line stamps (``/etc/image_id``,
    ``/etc/buildinfo``).
+
+Each stamp is split into the image's *name*, *version* and *build*: :func:`scan_name` names a
+scan by the image name (offline) or the hostname, never by version or build, so that every
+output keeps one identity across builds of an image.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from typing import Callable
 from aiaudit.errors import HostError
 from aiaudit.host import Host
 from aiaudit.model import HostInfo
+from aiaudit.records import record
 
 _MACHINE_ID = re.compile(r"^[0-9a-f]{32}$")
 """machine-id(5): 32 lower-case hex digits; an image ships it empty or ``uninitialized``."""
@@ -53,38 +58,63 @@ def _joined(*parts: str | None) -> str | None:
     return ":".join(got) if got else None
 
 
-def _amazon_image_id(text: str) -> str | None:
+@record
+class ImageStamp:
+    """What an image stamp says: the image's name, version and build (each may be absent),
+    and its display form."""
+
+    display: str
+    """``name:version build N``, or the stamp's own one-line form."""
+    name: str | None = None
+    """Stable across builds of one image: it names the scan (:func:`scan_name`)."""
+    version: str | None = None
+    build: str | None = None
+
+
+def _stamp(name: str | None, version: str | None, build: str | None = None,
+           display: str | None = None) -> ImageStamp | None:
+    shown = display or _joined(name, version)
+    if build:
+        shown = f"{shown} build {build}" if shown else f"build {build}"
+    return ImageStamp(shown, name, version, build) if shown else None
+
+
+def _amazon_image_id(text: str) -> ImageStamp | None:
     """Amazon Linux ``/etc/image-id`` (``image_name="..."`` lines), or a one-line id."""
     kv = _kv(text)
     if kv:
-        return kv.get("image_file") or _joined(kv.get("image_name"), kv.get("image_version"))
+        return _stamp(kv.get("image_name"), kv.get("image_version"),
+                      display=kv.get("image_file"))
     return _plain(text)
 
 
-def _cloud_build_info(text: str) -> str | None:
+def _cloud_build_info(text: str) -> ImageStamp | None:
     """Ubuntu cloud images' ``/etc/cloud/build.info``: ``build_name: server``, ``serial:``."""
     kv = {}
     for line in text.splitlines():
         key, sep, value = line.partition(":")
         if sep:
             kv[key.strip()] = value.strip()
-    return _joined(kv.get("build_name"), kv.get("serial"))
+    return _stamp(kv.get("build_name"), kv.get("serial"))
 
 
-def _dgx_release(text: str) -> str | None:
+def _dgx_release(text: str) -> ImageStamp | None:
     """NVIDIA DGX OS ``/etc/dgx-release``: ``DGX_NAME``, ``DGX_SWBUILD_VERSION``."""
     kv = _kv(text)
     if not kv.get("DGX_SWBUILD_VERSION"):
         return None
-    return _joined(kv.get("DGX_NAME") or "DGX", kv["DGX_SWBUILD_VERSION"])
+    return _stamp(kv.get("DGX_NAME") or "DGX", kv["DGX_SWBUILD_VERSION"])
 
 
-def _plain(text: str) -> str | None:
+def _plain(text: str) -> ImageStamp | None:
+    """A one-line stamp (a date, a build tag): it says which build, not which image, so it
+    gives no name."""
     lines = text.strip().splitlines()
-    return lines[0].strip() or None if lines else None
+    first = lines[0].strip() if lines else ""
+    return ImageStamp(first, version=first) if first else None
 
 
-IMAGE_ID_FILES: tuple[tuple[str, Callable[[str], str | None]], ...] = (
+IMAGE_ID_FILES: tuple[tuple[str, Callable[[str], ImageStamp | None]], ...] = (
     ("/etc/image-id", _amazon_image_id),
     ("/etc/image_id", _plain),
     ("/etc/cloud/build.info", _cloud_build_info),
@@ -95,15 +125,24 @@ IMAGE_ID_FILES: tuple[tuple[str, Callable[[str], str | None]], ...] = (
 """Files that image builders drop to identify a golden image, with how to read each."""
 
 
+OS_RELEASE_PATHS = ("/etc/os-release", "/usr/lib/os-release")
+"""os-release(5): ``/etc`` first, then ``/usr/lib``."""
+
+
 def os_release(host: Host) -> dict[str, str]:
     """``os-release`` fields of the scanned root (``/etc`` first, then ``/usr/lib``)."""
-    for path in ("/etc/os-release", "/usr/lib/os-release"):
+    return _os_release(host)[0]
+
+
+def _os_release(host: Host) -> tuple[dict[str, str], str | None]:
+    """The ``os-release`` fields and the file they came from."""
+    for path in OS_RELEASE_PATHS:
         text = _read(host, path)
         if text is not None:
-            return _kv(text)
+            return _kv(text), path
     if host.is_real_root:
-        return _distro_fallback()
-    return {}
+        return _distro_fallback(), None
+    return {}, None
 
 
 def _distro_fallback() -> dict[str, str]:
@@ -118,17 +157,44 @@ def _distro_fallback() -> dict[str, str]:
     return {k: v for k, v in out.items() if v}
 
 
-def image_identity(host: Host, osr: dict[str, str]) -> str | None:
+def image_stamp(host: Host, osr: dict[str, str]) -> ImageStamp | None:
     """What identifies the image the scanned root was built from, or ``None``."""
     if osr.get("IMAGE_ID"):
-        ident = _joined(osr["IMAGE_ID"], osr.get("IMAGE_VERSION"))
-        return f"{ident} build {osr['BUILD_ID']}" if osr.get("BUILD_ID") else ident
+        return _stamp(osr["IMAGE_ID"], osr.get("IMAGE_VERSION"), osr.get("BUILD_ID"))
     for path, extract in IMAGE_ID_FILES:
         text = _read(host, path)
         value = extract(text) if text is not None else None
         if value:
-            return " ".join(value.split())[:200]
+            return ImageStamp(" ".join(value.display.split())[:200],
+                              *(_short(x) for x in (value.name, value.version, value.build)))
     return None
+
+
+def _short(text: str | None) -> str | None:
+    return " ".join(text.split())[:200] or None if text else None
+
+
+def image_identity(host: Host, osr: dict[str, str]) -> str | None:
+    """The display form of :func:`image_stamp` (``gpu-node:2024.06 build 417``)."""
+    stamp = image_stamp(host, osr)
+    return stamp.display if stamp else None
+
+
+def scan_name(h: HostInfo) -> str:
+    """The stable name of what was scanned, shared by every output's identity (the SARIF
+    category, fingerprints, JUnit class names, metric labels).
+
+    An offline scan of a golden image is named by the image's *name*, never its version or
+    build, so that a new build of the same image continues the same alerts and series;
+    a root that has its own machine id is a host's disk, not an image, and is named by its
+    hostname, as a live scan is (two hosts built from one image stay apart).  The version
+    and build are reported beside it (SARIF ``run.properties``, JUnit properties).
+    """
+    if h.mode == "offline" and h.image_name and not h.machine_id:
+        return h.image_name
+    if h.hostname and h.hostname != "unknown":
+        return h.hostname
+    return h.image_name or h.machine_id or "unknown"
 
 
 def machine_id(host: Host) -> str | None:
@@ -147,7 +213,8 @@ def host_info(host: Host) -> HostInfo:
     else:
         hostname, kernel, uuid = None, None, None
     hostname = hostname or _first_line(host, "/etc/hostname") or "unknown"
-    osr = os_release(host)
+    osr, osr_path = _os_release(host)
+    stamp = image_stamp(host, osr)
     return HostInfo(
         hostname=hostname,
         machine_id=machine_id(host),
@@ -158,5 +225,9 @@ def host_info(host: Host) -> HostInfo:
         root=host.root,
         mode=host.mode,
         product_uuid=uuid,
-        image_id=image_identity(host, osr),
+        image_id=stamp.display if stamp else None,
+        image_name=stamp.name if stamp else None,
+        image_version=stamp.version if stamp else None,
+        image_build=stamp.build if stamp else None,
+        os_release_path=osr_path,
     )

@@ -222,6 +222,17 @@ class HostInfo:
     """``live`` or ``offline``."""
     product_uuid: str | None = None
     image_id: str | None = None
+    """Display form of the image the root was built from (name, version and build)."""
+    image_name: str | None = None
+    """The image's name without version or build (``IMAGE_ID``): stable across builds, so
+    it names the scan in SARIF categories, JUnit class names and metric labels."""
+    image_version: str | None = None
+    """The image's version (``IMAGE_VERSION``, a build serial...)."""
+    image_build: str | None = None
+    """The image's build id (``BUILD_ID``)."""
+    os_release_path: str | None = None
+    """The ``os-release`` file that was read (``/etc/os-release`` or
+    ``/usr/lib/os-release``), when the root has one."""
 
 
 @record
@@ -270,6 +281,14 @@ class RunResult:
     ruleset_source: str = ""
     """Which file the ruleset came from: ``aiaudit.rulesets/NAME.yaml`` for a shipped one, a
     plugin's origin, or the absolute path of a ruleset file (``""``: not known)."""
+    change_summary: Mapping[str, Any] | None = None
+    """Set on a run reduced to its changes (``--changes-since`` / ``--state``):
+    ``{"since", "previous_run", "scan_counts", "changes"}`` where ``scan_counts`` are the
+    whole scan's counts per status (what the exit code reflects) and ``changes`` the number
+    of results per change kind (and ``unchanged``)."""
+    rule_durations: Mapping[str, float] = field(default_factory=dict)
+    """Seconds each rule's check ran, by rule id (a rule stopped at its budget: the
+    budget; a rule the deadline left out: absent)."""
 
     def counts(self) -> dict[str, int]:
         """Number of findings per effective status (every status present, zeros kept)."""

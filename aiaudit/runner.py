@@ -111,6 +111,8 @@ class _Batch:
         self.lock = threading.Lock()
         self.done = threading.Event()
         self.results: dict[int, list[Result]] = {}
+        self.durations: dict[int, float] = {}
+        """Seconds each finished rule took (JUnit ``testcase time``)."""
         self.index = first
         """The rule running (or about to); ``len(rules)`` once all have run."""
         self.started = time.monotonic()
@@ -138,11 +140,14 @@ class _Batch:
                     self.index, self.started = i, time.monotonic()
                     self.capped = remaining is not None and remaining < rule_timeout
                     self.budget = remaining if self.capped else rule_timeout  # type: ignore[assignment]
+                t_rule = time.monotonic()
                 out = run_rule(rules[i], make_ctx(rules[i]), reraise=reraise)
+                took = time.monotonic() - t_rule
                 with self.lock:
                     if self.abandoned:
                         return
                     self.results[i] = out
+                    self.durations[i] = took
             with self.lock:
                 self.index = len(rules)
         except BaseException as exc:  # only with reraise: run_rule catches the rest
@@ -241,6 +246,7 @@ def scan(ruleset: Ruleset, host: Host, options: ScanOptions,
                             user_source=options.user_source, settings=settings)
 
     results: dict[int, list[Result]] = {}
+    durations: dict[int, float] = {}
     first = 0
     while first < len(rules):
         batch = _Batch(rules, first, make_ctx, deadline, options.rule_timeout, options.reraise)
@@ -249,6 +255,7 @@ def scan(ruleset: Ruleset, host: Host, options: ScanOptions,
             raise batch.error
         with batch.lock:
             results.update(batch.results)
+            durations.update(batch.durations)
         if overrun is None:
             if batch.deadline_at is not None:
                 missed = rules[batch.deadline_at:]
@@ -262,6 +269,7 @@ def scan(ruleset: Ruleset, host: Host, options: ScanOptions,
         why = "scan deadline" if capped else "rule timeout"
         results[index] = [error_result(f"not evaluated: {why} of {budget:.1f}s reached while "
                                        f"the check was running (a read or command hung?)")]
+        durations[index] = budget
         first = index + 1
     for k, rule in enumerate(rules):
         findings.extend(_finding(rule, r) for r in results.get(k, ()))
@@ -285,6 +293,8 @@ def scan(ruleset: Ruleset, host: Host, options: ScanOptions,
         notices=tuple(notices),
         training_user=options.user,
         training_user_source=options.user_source,
+        rule_durations={r.id: round(durations[k], 6) for k, r in enumerate(rules)
+                        if k in durations},
     )
 
 

@@ -92,6 +92,9 @@ def host_dict(h: HostInfo) -> dict[str, Any]:
         "root": h.root,
         "mode": h.mode,
         "image_id": h.image_id,
+        **{k: v for k, v in (("image_name", h.image_name), ("image_version", h.image_version),
+                             ("image_build", h.image_build),
+                             ("os_release_path", h.os_release_path)) if v is not None},
     }
 
 
@@ -128,6 +131,8 @@ def run_dict(run: RunResult) -> dict[str, Any]:
            if run.scan_counts is not None else {}),
         "rules": [rule_dict(r) for r in run.rules],
         "results": [finding_dict(f) for f in run.findings],
+        **({"rule_durations": dict(run.rule_durations)} if run.rule_durations else {}),
+        **({"changes": dict(run.change_summary)} if run.change_summary else {}),
     }
 
 
@@ -138,7 +143,10 @@ def run_from_dict(d: dict[str, Any]) -> RunResult:
                     os_name=(h.get("os") or {}).get("name"), os_version=(h.get("os") or {})
                     .get("version"), os_id=(h.get("os") or {}).get("id"),
                     kernel=h.get("kernel"), root=h.get("root", "/"), mode=h.get("mode", "live"),
-                    product_uuid=h.get("product_uuid"), image_id=h.get("image_id"))
+                    product_uuid=h.get("product_uuid"), image_id=h.get("image_id"),
+                    image_name=h.get("image_name"), image_version=h.get("image_version"),
+                    image_build=h.get("image_build"),
+                    os_release_path=h.get("os_release_path"))
     rules = tuple(RuleInfo(id=r["id"], check=r["check"], severity=Severity(r["severity"]),
                            title=r["title"], rationale=r.get("rationale", ""),
                            references=tuple(r.get("references", ())),
@@ -178,4 +186,6 @@ def run_from_dict(d: dict[str, Any]) -> RunResult:
                      notices=tuple(d.get("notices", ())),
                      training_user=(d.get("training_user") or {}).get("name"),
                      training_user_source=(d.get("training_user") or {}).get("source"),
-                     scan_counts=(d.get("scan_summary") or {}).get("by_severity"))
+                     scan_counts=(d.get("scan_summary") or {}).get("by_severity"),
+                     rule_durations=dict(d.get("rule_durations") or {}),
+                     change_summary=d.get("changes"))

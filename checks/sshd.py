@@ -149,6 +149,13 @@ def _evidence(s: sp.Setting) -> tuple[Evidence, ...]:
                              s.value if s.value is not None else "unset"),)
 
 
+def block_subject(block: sp.MatchBlock) -> str:
+    """The result subject for a Match block: ``Match User alice``, its criteria without file
+    and line, so that a comment added above the block does not rename the result (the
+    deciding line is in the evidence and message)."""
+    return "Match " + " ".join(block.text.split())
+
+
 def _error(exc: ParseError, subject: str = "sshd_config",
            what: str = "sshd would refuse this configuration") -> Result:
     ev: tuple[Evidence, ...] = ()
@@ -304,7 +311,7 @@ def run_option(ctx: CheckContext) -> Iterator[Result]:
         return
     global_value = None
     for block, s in results:
-        subject = name if block is None else block.label
+        subject = name if block is None else block_subject(block)
         if isinstance(s, ParseError):
             yield _error(s, subject, _BLOCK_ERROR)
             continue
@@ -374,7 +381,7 @@ def run_kbd(ctx: CheckContext) -> Iterator[Result]:
         return
     want = "no (or UsePAM no)"
     for block, s in items:
-        name = subject if block is None else block.label
+        name = subject if block is None else block_subject(block)
         if isinstance(s, ParseError):
             yield _error(s, name, _BLOCK_ERROR)
             continue

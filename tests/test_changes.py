@@ -47,12 +47,37 @@ def test_diff_and_filtered_run() -> None:
     assert [f.result.data["change"] for f in shown.findings] == [
         {"kind": "fixed", "previous_status": "fail", "previous_run": "prev"},
         {"kind": "added", "previous_status": "pass", "previous_run": "prev"},
-        {"kind": "added", "previous_status": None, "previous_run": "prev"}]
+        {"kind": "added", "previous_status": None, "previous_run": "prev"},
+        {"kind": "gone", "previous_status": "fail", "previous_run": "prev"}]
+    closing = shown.findings[-1]
+    assert (closing.rule_id, closing.result.subject, closing.status) == \
+        ("B", "gone-subject", Status.SKIP)
+    assert "no longer reported" in closing.result.message
+    # the whole scan's counts beside the change counts
+    assert shown.change_summary == {
+        "since": "prev.json", "previous_run": "prev", "scan_counts": cur.counts(),
+        "changes": {"added": 2, "fixed": 1, "changed": 0, "gone": 1, "unchanged": 1}}
     assert shown.notices == (
         "changes since prev.json (scan of 2026-01-01T00:00:00Z): 2 added, 1 fixed, "
         "0 changed, 1 gone; 1 unchanged result(s) not shown",
         "no longer reported since the previous scan: B gone-subject (was fail)")
     assert shown.rules == cur.rules and shown.host == cur.host
+
+
+def test_only_open_results_get_a_closing_event() -> None:
+    """A gone failure, waiver or error closes something; a gone pass does not."""
+    prev = run_of([finding("A", "fail", "l1"), finding("A", "pass", "l2"),
+                   finding("A", "error", "l3"), finding("A", "pass", "l4")], "prev")
+    cur = run_of([finding("A", "pass", "l4")], "cur")
+    shown = changes_since(cur, prev, "prev.json")
+    assert [(f.result.subject, f.result.data["change"]["kind"],
+             f.result.data["change"]["previous_status"]) for f in shown.findings] == [
+        ("l1", "gone", "fail"), ("l3", "gone", "error")]
+    assert shown.change_summary["changes"]["gone"] == 2
+    assert shown.change_summary["scan_counts"]["pass"] == 1
+    # the reduced run round-trips through the JSON report
+    back = run_from_dict(json.loads(json.dumps(run_dict(shown))))
+    assert back.change_summary == shown.change_summary
 
 
 def test_rules_not_run_are_not_gone_and_other_host_is_noticed() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
 
 import pytest
 
@@ -87,6 +88,55 @@ def test_image_identity(make_root, files: dict[str, str], expected: str | None) 
     assert host_info(Host(str(root), live=True)).image_id == expected
 
 
+@pytest.mark.parametrize("files,name,version,build", [
+    ({"/etc/os-release": "IMAGE_ID=gpu-node\nIMAGE_VERSION=2024.06\nBUILD_ID=417\n"},
+     "gpu-node", "2024.06", "417"),
+    ({"/etc/image-id": 'image_name="amzn2-ami-hvm"\nimage_version="2"\n'},
+     "amzn2-ami-hvm", "2", None),
+    ({"/etc/cloud/build.info": "build_name: server\nserial: 20240423\n"},
+     "server", "20240423", None),
+    ({"/etc/dgx-release": 'DGX_NAME="DGX Server"\nDGX_SWBUILD_VERSION="6.2.1"\n'},
+     "DGX Server", "6.2.1", None),
+    # a one-line stamp says which build, not which image
+    ({"/etc/dib-builddate.txt": "2024-06-01 10:11\n"}, None, "2024-06-01 10:11", None),
+])
+def test_image_stamp_is_split_into_name_version_build(make_root, files, name, version,
+                                                      build) -> None:
+    h = host_info(Host(str(make_root(files)), live=False))
+    assert (h.image_name, h.image_version, h.image_build) == (name, version, build)
+
+
+def _offline(make_root, version: str, build: str, **extra: str):
+    files = {"/etc/hostname": "localhost\n", "/etc/machine-id": "uninitialized\n",
+             "/etc/os-release": f"ID=debian\nIMAGE_ID=gpu-node\nIMAGE_VERSION={version}\n"
+                                f"BUILD_ID={build}\n", **extra}
+    return host_info(Host(str(make_root(files)), live=False))
+
+
+def test_scan_name_is_the_image_name_across_builds(make_root) -> None:
+    from aiaudit.identity import scan_name
+
+    a = _offline(make_root, "2024.06", "417")
+    b = _offline(make_root, "2024.07", "502")
+    assert a.image_id != b.image_id
+    assert scan_name(a) == scan_name(b) == "gpu-node"
+
+
+def test_scan_name_keeps_two_hosts_of_one_image_apart(make_root) -> None:
+    """Live (or a host's own disk, which has a machine id), hosts built from one image
+    are named by their hostnames."""
+    from aiaudit.identity import scan_name
+
+    names = set()
+    for host in ("gpu-a", "gpu-b"):
+        h = _offline(make_root, "2024.06", "417", **{"/etc/hostname": host + "\n",
+                                                     "/etc/machine-id": MID + "\n"})
+        names.add(scan_name(h))
+        live = replace(h, mode="live")
+        assert scan_name(live) == host
+    assert names == {"gpu-a", "gpu-b"}
+
+
 def test_image_stamp_that_is_not_a_file_is_ignored(make_root) -> None:
     root = make_root(dirs=("/etc/image-id",), files={"/etc/buildinfo": "b-7\n"})
     os.mkfifo(root / "etc" / "image_id")
@@ -101,7 +151,8 @@ def test_every_output_names_the_host(make_root) -> None:
     assert host == {"hostname": "img", "machine_id": None, "product_uuid": None,
                     "os": {"name": None, "id": "debian", "version": None}, "kernel": None,
                     "root": os.path.realpath(root), "mode": "offline",
-                    "image_id": "gpu-node:7"}
+                    "image_id": "gpu-node:7", "image_name": "gpu-node", "image_version": "7",
+                    "os_release_path": "/etc/os-release"}
     text = cli("scan", "--root", str(root), "--only", "SYSCTL-VM-SWAPPINESS").out
     assert text.splitlines()[0].endswith(" · host img, image gpu-node:7")
     assert text.splitlines()[1].startswith(f"offline scan of root {os.path.realpath(root)} ")

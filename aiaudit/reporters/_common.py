@@ -47,16 +47,12 @@ def text_safe(text: object) -> str:
 
 
 def host_label(run: RunResult) -> str:
-    """The name that separates hosts and images in every output.
+    """The name that separates hosts and images in every output: the image *name* for an
+    offline scan of a golden image (not its version or build, so two builds of one image
+    are one "host"), otherwise the hostname (:func:`aiaudit.identity.scan_name`)."""
+    from aiaudit.identity import scan_name
 
-    An offline scan of a golden image is named by its image id (``IMAGE_ID`` in
-    os-release, or an image-id file) so that two builds of one image are one "host";
-    otherwise the hostname.
-    """
-    h = run.host
-    if h.mode == "offline" and h.image_id:
-        return h.image_id
-    return h.hostname or "unknown"
+    return scan_name(run.host)
 
 
 def safe_id(text: str) -> str:

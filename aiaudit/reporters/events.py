@@ -3,9 +3,16 @@
 Each line is a self-contained JSON object valid against ``schemas/event.schema.json``:
 host identity (hostname, machine id, DMI product UUID when readable, image id), run id,
 timestamp (the scan start, so every event of one run sorts together), ruleset, rule,
-severity, status, subject, message, evidence, and the waiver when one applied.  The last
-line (``"event": "summary"``) carries the counts, so a SIEM sees that a run happened even
-when it produced no result.  ``aiaudit scan --syslog`` sends the same lines to syslog.
+severity, status, subject, message, evidence, and the waiver when one applied.
+
+With ``--changes-since`` / ``--state`` only changed results are events, and each says how
+it changed: ``change`` (``added``, ``fixed``, ``changed``, or ``gone`` for the closing event
+of a failure whose subject disappeared, e.g. a listener that went away) and
+``previous_status``; without them both are ``null``.  The last line (``"event":
+"summary"``) carries the whole scan's ``counts`` (what the exit code reflects, also when no
+result changed) and, on a changes run, the change counts apart in ``changes``, so a SIEM
+sees that a run happened even when it produced no result.  ``aiaudit scan --syslog`` sends
+the same lines to syslog.
 """
 
 from __future__ import annotations
@@ -54,7 +61,13 @@ def result_event(run: RunResult, f: Finding) -> dict[str, Any]:
         "actual": r.actual,
         "evidence": [evidence_dict(e) for e in r.evidence],
         "fingerprint": fingerprint(run, f),
+        "change": None,
+        "previous_status": None,
     })
+    change = r.data.get("change") if isinstance(r.data, Mapping) else None
+    if isinstance(change, Mapping):
+        ev["change"] = change.get("kind")
+        ev["previous_status"] = change.get("previous_status")
     if r.remediation is not None:
         ev["remediation"] = r.remediation.summary
     if f.waiver is not None:
@@ -65,8 +78,15 @@ def result_event(run: RunResult, f: Finding) -> dict[str, Any]:
 def summary_event(run: RunResult) -> dict[str, Any]:
     """The closing event of a run: counts, duration, notices."""
     ev = _base(run, "summary")
+    cs = run.change_summary
     ev.update({"duration_s": run.duration_s, "fail_on": run.fail_on.value,
-               "rules": len(run.rules), "counts": run.counts(), "notices": list(run.notices)})
+               "rules": len(run.rules),
+               "counts": dict(cs["scan_counts"]) if cs else run.counts(),
+               "notices": list(run.notices)})
+    if cs:
+        ev["changes"] = dict(cs["changes"])
+        ev["since"] = cs["since"]
+        ev["previous_run"] = cs["previous_run"]
     return ev
 
 

@@ -1,8 +1,14 @@
 """``junit`` reporter: JUnit XML (Surefire ``junit-10.xsd``) for Jenkins, GitLab and friends.
 
-One ``testsuite`` per run, named ``aiaudit.<ruleset>.<host>``; each result is a
-``testcase`` with ``classname`` ``aiaudit.<ruleset>.<host>`` (so CI systems keep hosts and
-images apart) and name ``RULE-ID[subject]``.  A failure carries the message and the fix in
+One ``testsuite`` per run, named ``aiaudit.<ruleset>.<name>``; each result is a
+``testcase`` with ``classname`` ``aiaudit.<ruleset>.<name>`` and name ``RULE-ID[subject]``.
+The name is the image *name* for an offline scan of a golden image and the hostname
+otherwise (:func:`aiaudit.identity.scan_name`): the same for every build of an image (its
+version and build are suite properties), and distinct for two hosts built from one image,
+so CI test history follows each host and image.  Subjects carry no line numbers, so a moved
+line does not rename a test.  ``time`` is the rule's duration, shared evenly by the rule's
+results (a rule that yields one result per device gives each its part), so the cases add
+up to the time spent in checks.  A failure carries the message and the fix in
 its body; skip and error results map to ``<skipped>`` and ``<error>``; a waived failure is
 ``<skipped>`` with the waiver's reason.  Built with ``junit-xml``; characters that XML 1.0
 forbids (NUL and other C0 controls from hostile config files, lone surrogates, U+FFFE) are
@@ -64,12 +70,20 @@ def _one_line(text: str) -> str:
     return " ".join(xml_safe(text).split())
 
 
-def _case(run: RunResult, f: Finding) -> Any:
+def case_times(run: RunResult) -> dict[str, float]:
+    """Seconds per testcase of each rule: its duration over its number of results."""
+    n: dict[str, int] = {}
+    for f in run.findings:
+        n[f.rule_id] = n.get(f.rule_id, 0) + 1
+    return {rid: run.rule_durations.get(rid, 0.0) / k for rid, k in n.items()}
+
+
+def _case(run: RunResult, f: Finding, time: float) -> Any:
     from junit_xml import TestCase
 
     r = f.result
     name = xml_safe(f"{f.rule_id}[{r.subject}]")
-    case = TestCase(name, classname=xml_safe(classname(run)))
+    case = TestCase(name, classname=xml_safe(classname(run)), elapsed_sec=time)
     body = xml_safe(_body(f))
     head = _one_line(f"[{f.severity.value}] {f.title}: {r.message}")
     if f.status is Status.FAIL:
@@ -96,13 +110,15 @@ def build(run: RunResult) -> ET.Element:
     props = {"ruleset": run.ruleset, "ruleset_version": run.ruleset_version,
              "run_id": run.run_id, "mode": h.mode, "root": h.root,
              "fail_on": run.fail_on.value, "tool_version": run.tool_version}
-    for key in ("machine_id", "product_uuid", "image_id", "os_name", "kernel"):
+    for key in ("machine_id", "product_uuid", "image_id", "image_name", "image_version",
+                "image_build", "os_name", "kernel"):
         value = getattr(h, key)
         if value:
             props[key] = value
+    times = case_times(run)
     suite = TestSuite(
         xml_safe(classname(run)),
-        [_case(run, f) for f in sorted_findings(run)],
+        [_case(run, f, times[f.rule_id]) for f in sorted_findings(run)],
         hostname=xml_safe(h.hostname),
         id=xml_safe(run.run_id),
         timestamp=xml_safe(run.started.removesuffix("Z")),
@@ -114,6 +130,8 @@ def build(run: RunResult) -> ET.Element:
     for node in el.iter():
         for attr in _UNDECLARED:
             node.attrib.pop(attr, None)
+        if node.tag == "testcase":
+            node.set("time", f"{float(node.get('time') or 0):.3f}")
     root = ET.Element("testsuites", {
         "name": xml_safe(f"aiaudit {run.ruleset}"),
         "tests": el.get("tests", "0"), "failures": el.get("failures", "0"),

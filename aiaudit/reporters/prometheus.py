@@ -10,6 +10,13 @@ textfile_collector/aiaudit.prom.tmp`` then ``mv``) from cron.  Series:
 - ``aiaudit_scan_timestamp_seconds``, ``aiaudit_scan_duration_seconds``,
   ``aiaudit_rules`` and ``aiaudit_scan_info{...}`` = 1 with the host and ruleset.
 
+Every series has a ``ruleset`` label, so two aiaudit files in one textfile directory (the
+hourly ``dl-training`` scan and the Slurm prolog's ``slurm-preflight`` scan) never share a
+series: node_exporter drops duplicate series across files (and still reports
+``node_textfile_scrape_error 0``).  No label holds an id that changes per scan (the run id
+is not a label), so a rescan updates the same series instead of creating new ones;
+subjects never contain line numbers, so editing a config file does not rename a series.
+
 Label values are escaped as the exposition format requires (backslash, double quote and
 line feed); a label set is never emitted twice for one metric (the collector would reject
 the whole file).
@@ -47,8 +54,11 @@ def _num(value: float) -> str:
 
 
 class _Doc:
-    def __init__(self) -> None:
+    """The exposition document; ``common`` labels go first on every series."""
+
+    def __init__(self, common: Mapping[str, object]) -> None:
         self.lines: list[str] = []
+        self.common = dict(common)
 
     def metric(self, name: str, help_text: str,
                samples: list[tuple[Mapping[str, object], float]]) -> None:
@@ -56,7 +66,7 @@ class _Doc:
         self.lines.append(f"# TYPE {name} gauge")
         seen: set[str] = set()
         for labels, value in samples:
-            lab = _labels(labels)
+            lab = _labels({**self.common, **labels})
             if lab in seen:
                 continue
             seen.add(lab)
@@ -73,13 +83,12 @@ def _epoch(stamp: str) -> float:
 def render(run: RunResult, options: Mapping[str, Any]) -> str:
     """The run in the Prometheus text format (version 0.0.4)."""
     findings = sorted_findings(run)
-    doc = _Doc()
+    doc = _Doc({"ruleset": run.ruleset})
     h = run.host
     doc.metric("aiaudit_scan_info", "aiaudit scan of this host: tool, ruleset and host identity",
-               [({"version": run.tool_version, "ruleset": run.ruleset,
+               [({"version": run.tool_version,
                   "ruleset_version": run.ruleset_version, "host": host_label(run),
-                  "hostname": h.hostname, "mode": h.mode, "root": h.root,
-                  "run_id": run.run_id}, 1)])
+                  "hostname": h.hostname, "mode": h.mode, "root": h.root}, 1)])
     doc.metric("aiaudit_scan_timestamp_seconds", "Start of the last scan, Unix time",
                [({}, _epoch(run.started))])
     doc.metric("aiaudit_scan_duration_seconds", "Duration of the last scan in seconds",

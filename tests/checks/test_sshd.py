@@ -84,12 +84,12 @@ def test_each_weakening_match_block_is_a_finding(make_root) -> None:
                             "  PasswordAuthentication yes\nMatch Group admins\n"
                             "  PasswordAuthentication no\nMatch User bob\n  Banner /x\n"})
     res = by_subject(opt(root, "PasswordAuthentication", "eq", "no"))
-    assert set(res) == {"PasswordAuthentication", "Match User alice (etc/ssh/sshd_config:2)",
-                        "Match Group admins (etc/ssh/sshd_config:4)"}
-    alice = res["Match User alice (etc/ssh/sshd_config:2)"]
+    assert set(res) == {"PasswordAuthentication", "Match User alice",
+                        "Match Group admins"}
+    alice = res["Match User alice"]
     assert alice.status is Status.FAIL and alice.evidence[0].source == "etc/ssh/sshd_config:3"
     assert "drop-in cannot fix" in alice.remediation.summary
-    assert res["Match Group admins (etc/ssh/sshd_config:4)"].status is Status.PASS
+    assert res["Match Group admins"].status is Status.PASS
     only_global = opt(root, "PasswordAuthentication", "eq", "no", match_blocks=False)
     assert [r.subject for r in only_global] == ["PasswordAuthentication"]
 
@@ -166,7 +166,7 @@ def test_kbdinteractive_match_block(make_root) -> None:
                             "Match Address 192.168.0.0/16\n  KbdInteractiveAuthentication yes\n"})
     res = by_subject(run_check("ssh.sshd_kbdinteractive", root))
     assert res["KbdInteractiveAuthentication"].status is Status.PASS
-    blk = res["Match Address 192.168.0.0/16 (etc/ssh/sshd_config:3)"]
+    blk = res["Match Address 192.168.0.0/16"]
     assert blk.status is Status.FAIL and blk.evidence[0].source == "etc/ssh/sshd_config:4"
 
 
@@ -235,7 +235,7 @@ def test_block_in_file_included_twice_is_reported_once(make_root) -> None:
     res = opt(root, "X11Forwarding", "eq", "no")
     assert [(r.subject, r.status) for r in res] == [
         ("X11Forwarding", Status.PASS),
-        ("Match User alice (etc/ssh/m.conf:1)", Status.FAIL)]
+        ("Match User alice", Status.FAIL)]
 
 
 def test_include_of_a_directory_reads_as_empty(make_root) -> None:
@@ -260,7 +260,7 @@ def test_block_that_breaks_reparse_is_an_error_for_that_block(make_root) -> None
                             "  AuthenticationMethods publickey\n  AuthenticationMethods any\n"})
     res = by_subject(opt(root, "PasswordAuthentication", "eq", "no"))
     assert res["PasswordAuthentication"].status is Status.PASS
-    blk = res["Match User alice (etc/ssh/sshd_config:2)"]
+    blk = res["Match User alice"]
     assert blk.status is Status.ERROR and "drop connections" in blk.message
     assert blk.evidence[0].source == "etc/ssh/sshd_config:5"
 

@@ -103,6 +103,11 @@ def test_github_actions_example() -> None:
         "github/codeql-action/upload-sarif@"))
     assert upload["with"]["sarif_file"] == "aiaudit.sarif" and upload["if"] == "always()"
     assert wf["permissions"]["security-events"] == "write"
+    # upload-sarif's category: input is ignored for a file that has an automation id: the
+    # category is set where the file is written, from the image name
+    assert "category" not in upload["with"]
+    assert '--sarif-category "$SARIF_CATEGORY"' in runs
+    assert wf["jobs"]["audit"]["env"]["SARIF_CATEGORY"]
 
 
 def test_github_actions_scripts_pass_shellcheck(tmp_path: Path) -> None:

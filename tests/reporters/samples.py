@@ -112,7 +112,7 @@ def empty_run() -> RunResult:
     """An offline run of an image with no rules selected and no results."""
     host = replace(HOST, hostname="builder", machine_id=None, product_uuid=None,
                    mode="offline", root="/mnt/image", kernel=None,
-                   image_id="dl-base:2026.01")
+                   image_id="dl-base:2026.01", image_name="dl-base", image_version="2026.01")
     return RunResult(tool_version="0.0.0-test", run_id="00000000-0000-4000-8000-000000000000",
                      started="2026-01-02T03:04:05Z", duration_s=0.0, host=host,
                      ruleset="dl-training", ruleset_version="1.0", rules=(), findings=())

@@ -23,5 +23,9 @@ def scan_root(root: Path | str, *, live: bool = False, ruleset_ref: str = "dl-tr
 
 
 def as_image(run: RunResult, image_id: str) -> RunResult:
-    """The same run, as an offline scan of an image with ``image_id``."""
-    return replace(run, host=replace(run.host, mode="offline", image_id=image_id))
+    """The same run, as an offline scan of an image with ``image_id`` (``name:version``),
+    which has no machine id of its own."""
+    name, _, version = image_id.partition(":")
+    return replace(run, host=replace(run.host, mode="offline", image_id=image_id,
+                                     image_name=name, image_version=version or None,
+                                     machine_id=None))

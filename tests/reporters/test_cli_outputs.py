@@ -43,9 +43,16 @@ def test_every_format_written_from_one_scan(saved) -> None:
     _out, files = saved
     for fmt, path in files.items():
         assert path.is_file() and path.stat().st_size > 0, fmt
-    run_id = json.loads(files["json"].read_text())["run_id"]
-    for fmt in ("sarif", "junit", "events", "prometheus"):
+    report = json.loads(files["json"].read_text())
+    run_id = report["run_id"]
+    for fmt in ("sarif", "junit", "events"):
         assert run_id in files[fmt].read_text(), f"{fmt} is from another run"
+    # Prometheus keeps ids out of labels: the scan's start time says which run it is
+    from datetime import datetime
+
+    start = datetime.fromisoformat(report["started"].replace("Z", "+00:00")).timestamp()
+    assert f'aiaudit_scan_timestamp_seconds{{ruleset="{report["ruleset"]["name"]}"}} ' \
+        f"{float(start)!r}" in files["prometheus"].read_text()
 
 
 @pytest.mark.parametrize("fmt", FORMATS)

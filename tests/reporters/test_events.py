@@ -9,6 +9,7 @@ import pytest
 
 from aiaudit.reporters import events
 from aiaudit.ruleset import schema
+from tests.modes_support import scripted  # noqa: F401
 from tests.reporters.samples import SAMPLES, mixed_run
 from tests.reporters.scans import FIXTURE_ROOT, scan_root
 
@@ -77,3 +78,46 @@ def test_one_line_per_event_even_with_line_feeds() -> None:
     text = events.render(mixed_run(), {})
     assert len(text.splitlines()) == len(mixed_run().findings) + 1
     assert "\\n" in text  # the line feed in a message is escaped, not raw
+
+
+def test_changes_run_events_carry_change_and_whole_scan_counts(
+        scripted, tmp_path) -> None:  # noqa: F811
+    """--state on an hourly timer: a listener that goes away gets a closing ``gone`` event;
+    the summary gives the whole scan's counts (the host still fails) and the change counts
+    apart; a run with no change still says how many failures the host has."""
+    from tests.helpers import cli
+
+    before = scripted({"NET-PORTS": ("high", [{"status": "fail", "subject": "6006/tcp"},
+                                              {"status": "fail", "subject": "8888/tcp"}]),
+                       "R-STAY": ("high", [{"status": "fail", "subject": "b"}])})
+    after = scripted({"NET-PORTS": ("high", [{"status": "fail", "subject": "8888/tcp"}]),
+                      "R-STAY": ("high", [{"status": "fail", "subject": "b"}])})
+    state = tmp_path / "state.json"
+    args = ("--root", str(tmp_path), "--state", str(state), "--format", "events")
+    first = cli("scan", "--ruleset", str(before), *args)
+    assert first.code == 1
+    evs = [json.loads(ln) for ln in first.out.splitlines()]
+    assert {(e["subject"], e["change"], e["previous_status"]) for e in evs[:-1]} == {
+        ("6006/tcp", "added", None), ("8888/tcp", "added", None), ("b", "added", None)}
+    r = cli("scan", "--ruleset", str(after), *args)
+    assert r.code == 1
+    v = validator()
+    evs = [json.loads(ln) for ln in r.out.splitlines()]
+    for ev in evs:
+        assert not list(v.iter_errors(ev)), next(iter(v.iter_errors(ev))).message
+    closing, summary = evs[:-1], evs[-1]
+    assert [(e["rule"], e["subject"], e["change"], e["previous_status"], e["status"])
+            for e in closing] == [("NET-PORTS", "6006/tcp", "gone", "fail", "skip")]
+    assert summary["counts"]["fail"] == 2             # the whole scan: what exit 1 means
+    assert summary["changes"] == {"added": 0, "fixed": 0, "changed": 0, "gone": 1,
+                                  "unchanged": 2}
+    r = cli("scan", "--ruleset", str(after), *args)
+    evs = [json.loads(ln) for ln in r.out.splitlines()]
+    assert len(evs) == 1 and evs[0]["counts"]["fail"] == 2
+    assert evs[0]["changes"]["unchanged"] == 2 and evs[0]["changes"]["gone"] == 0
+
+
+def test_plain_run_events_have_null_change() -> None:
+    evs = lines(mixed_run())
+    assert all(e["change"] is None and e["previous_status"] is None for e in evs[:-1])
+    assert "changes" not in evs[-1]

@@ -73,7 +73,43 @@ def test_names_and_statuses() -> None:
 def test_classname_separates_images() -> None:
     doc = parse(junit.render(as_image(mixed_run(), "dl-base:2026.01"), {}))
     assert {c.get("classname") for c in doc.iter("testcase")} == \
-        {"aiaudit.dl-training.dl-base:2026_01"}
+        {"aiaudit.dl-training.dl-base"}
+
+
+def test_classname_is_stable_across_builds_and_distinct_per_host() -> None:
+    run = mixed_run()
+
+    def names(r) -> set[tuple[str, str]]:
+        doc = parse(junit.render(r, {}))
+        return {(c.get("classname"), c.get("name")) for c in doc.iter("testcase")}
+
+    assert names(as_image(run, "dl-base:2026.01")) == names(as_image(run, "dl-base:2026.02"))
+    a = replace(run, host=replace(run.host, hostname="gpu-a", image_id="dl-base:1",
+                                  image_name="dl-base"))
+    b = replace(a, host=replace(a.host, hostname="gpu-b"))
+    assert {c for c, _ in names(a)} == {"aiaudit.dl-training.gpu-a"}
+    assert {c for c, _ in names(b)} == {"aiaudit.dl-training.gpu-b"}
+
+
+def test_testcase_time_is_the_rules_duration() -> None:
+    run = mixed_run()
+    rids = [f.rule_id for f in run.findings]
+    durations = {rid: 0.25 * (i + 1) for i, rid in enumerate(dict.fromkeys(rids))}
+    doc = parse(junit.render(replace(run, rule_durations=durations), {}))
+    got: dict[str, float] = {}
+    for c in doc.iter("testcase"):
+        rid = c.get("name").split("[", 1)[0]
+        got[rid] = got.get(rid, 0.0) + float(c.get("time"))
+    for rid, seconds in durations.items():
+        assert got[rid] == pytest.approx(seconds, abs=0.002 * rids.count(rid))
+
+
+def test_real_scan_records_rule_durations() -> None:
+    run = scan_root(FIXTURE_ROOT)
+    assert set(run.rule_durations) == {r.id for r in run.rules}
+    assert all(0 <= t < 30 for t in run.rule_durations.values())
+    doc = parse(junit.render(run, {}))
+    assert all(c.get("time") is not None for c in doc.iter("testcase"))
 
 
 def _hostile(text: str):

@@ -72,7 +72,8 @@ def test_mixed_run() -> None:
     assert len(results) == len(mixed_run().findings)
     by_rule = {lab["rule"]: lab for lab, v in results if v == 1}
     assert by_rule["SYSCTL-VM-MAX-MAP-COUNT"] == {
-        "rule": "SYSCTL-VM-MAX-MAP-COUNT", "severity": "medium", "subject": "vm.max_map_count",
+        "ruleset": "dl-training", "rule": "SYSCTL-VM-MAX-MAP-COUNT", "severity": "medium",
+        "subject": "vm.max_map_count",
         "status": "fail", "aspect": "drift"}
     # escaped label values come back unchanged
     assert by_rule["BLOCK-NVME-SCHEDULER"]["subject"] == 'nvme0n1 "fast\\disk"'
@@ -81,8 +82,9 @@ def test_mixed_run() -> None:
     assert failing["SYSCTL-KERNEL-NUMA-BALANCING"] == 0  # waived
     counts = {lab["status"]: v for lab, v in fams["aiaudit_results"].samples}
     assert counts == {"pass": 1, "fail": 2, "error": 1, "skip": 1, "waived": 1}
-    assert fams["aiaudit_scan_timestamp_seconds"].samples == [({}, 1767323045.0)]
-    assert fams["aiaudit_scan_duration_seconds"].samples == [({}, 1.25)]
+    ruleset = {"ruleset": "dl-training"}
+    assert fams["aiaudit_scan_timestamp_seconds"].samples == [(ruleset, 1767323045.0)]
+    assert fams["aiaudit_scan_duration_seconds"].samples == [(ruleset, 1.25)]
     assert {lab["severity"]: v for lab, v in fams["aiaudit_failures"].samples}["high"] == 1
     assert all(f.type == "gauge" for f in fams.values())
 
@@ -91,7 +93,40 @@ def test_empty_run() -> None:
     fams = parse(prometheus.render(empty_run(), {}))
     assert fams["aiaudit_result"].samples == []
     assert sum(v for _, v in fams["aiaudit_results"].samples) == 0
-    assert fams["aiaudit_scan_info"].samples[0][0]["host"] == "dl-base:2026.01"
+    assert fams["aiaudit_scan_info"].samples[0][0]["host"] == "dl-base"
+
+
+def test_every_series_has_the_ruleset_and_no_run_id() -> None:
+    for run in (mixed_run(), empty_run()):
+        fams = parse(prometheus.render(run, {}))
+        for name, fam in fams.items():
+            for labels, _ in fam.samples:
+                assert labels.get("ruleset") == run.ruleset, name
+                assert "run_id" not in labels and run.run_id not in labels.values(), name
+
+
+def test_two_rulesets_in_one_textfile_directory_are_disjoint() -> None:
+    """The hourly dl-training scan and the prolog's slurm-preflight scan of one host:
+    not one series in common (node_exporter would drop it as a duplicate)."""
+    a = parse(prometheus.render(mixed_run(), {}))
+    b = parse(prometheus.render(replace(mixed_run(), ruleset="slurm-preflight"), {}))
+    for name in set(a) & set(b):
+        assert a[name].help == b[name].help and a[name].type == b[name].type
+        sa = {tuple(sorted(lab.items())) for lab, _ in a[name].samples}
+        sb = {tuple(sorted(lab.items())) for lab, _ in b[name].samples}
+        assert not sa & sb, name
+
+
+def test_rescan_keeps_the_same_series() -> None:
+    run = mixed_run()
+    again = replace(run, run_id="11111111-1111-4111-8111-111111111111",
+                    started="2026-01-02T04:04:05Z", duration_s=2.0)
+
+    def series(r) -> set:
+        fams = parse(prometheus.render(r, {}))
+        return {(n, tuple(sorted(lab.items()))) for n, f in fams.items() for lab, _ in f.samples}
+
+    assert series(run) == series(again)
 
 
 def test_hostile_label_values_round_trip() -> None:

@@ -189,3 +189,23 @@ def test_cli_default_socket_is_the_syslog_modules() -> None:
     from aiaudit import cli, syslog
 
     assert cli.DEFAULT_SYSLOG_SOCKET == syslog.DEFAULT_SOCKET
+
+
+def test_priorities_of_a_changes_run() -> None:
+    """A changes run with no change on a host that still fails: the summary is a warning
+    (whole-scan counts); the closing event of a gone failure is informational."""
+    from dataclasses import replace
+
+    from aiaudit.changes import changes_since
+
+    run = mixed_run()
+    quiet = changes_since(run, run, "prev.json")
+    (summary,) = events(quiet)
+    assert summary["counts"]["fail"] == 2 and summary["changes"]["unchanged"] == 6
+    assert syslog.priority(summary) == 4
+    fixed = replace(run, findings=tuple(f for f in run.findings
+                                        if f.rule_id != "SYSCTL-VM-MAX-MAP-COUNT"))
+    evs = events(changes_since(fixed, run, "prev.json"))
+    gone = next(e for e in evs if e.get("change") == "gone")
+    assert gone["previous_status"] == "fail" and syslog.priority(gone) == 6
+    assert json.loads(syslog.fit(gone, 8192))["change"] == "gone"
