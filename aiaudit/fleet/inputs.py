@@ -84,8 +84,9 @@ def _decode(text: str, origin: str, line: int) -> Document | InputProblem:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        what = ("truncated JSON document" if exc.pos >= len(text.rstrip())
-                else "invalid JSON")
+        # a document cut short (a node died mid-write, a full disk) does not end with its
+        # closing brace; anything else is a malformed document
+        what = "invalid JSON" if text.rstrip().endswith("}") else "truncated JSON document"
         return InputProblem(f"{origin}:{line + exc.lineno - 1}",
                             f"{what} (column {exc.colno}: {exc.msg})")
     except RecursionError:
@@ -157,17 +158,16 @@ def read_documents(sources: Iterable[str | InputProblem], *,
             if not stat.S_ISREG(st.st_mode):
                 yield InputProblem(src, "not a regular file")
                 continue
+            if st.st_size <= MAX_DOCUMENT:  # the common case: one saved report
+                with open(src, "rb") as fb:
+                    text = fb.read(MAX_DOCUMENT + 1).decode("utf-8")
+                doc = _whole(text, src)
+                yield from [doc] if doc is not None else _documents(io.StringIO(text), src)
+                continue
             with open(src, encoding="utf-8", errors="strict") as fh:
-                if st.st_size <= MAX_DOCUMENT:  # the common case: one saved report
-                    text = fh.read()
-                    doc = _whole(text, src)
-                    if doc is not None:
-                        yield doc
-                        continue
-                    fh.seek(0)
                 yield from _documents(fh, src)
         except UnicodeDecodeError as exc:
-            yield InputProblem(src, f"not UTF-8 text (byte {exc.start} of a block)")
+            yield InputProblem(src, f"not UTF-8 text (byte {exc.start})")
         except OSError as exc:
             yield InputProblem(src, f"cannot read: {exc.strerror}")
 
