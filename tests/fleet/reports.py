@@ -48,6 +48,7 @@ def report(hostname: str, machine_id: str | None = None, *,
         for key in ((r["rule_id"], r["subject"]), r["rule_id"]):
             if key in results:
                 r["status"], r["actual"] = results[key]
+                r["check_status"] = r["status"]
                 break
     return d
 
