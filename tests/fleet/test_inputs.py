@@ -79,7 +79,7 @@ def test_foreign_and_broken_documents(tmp_path: Path) -> None:
     bad_name = report("gpu002")
     bad_name["host"]["hostname"] = "evil[1-9]"
     (tmp_path / "name.json").write_text(json.dumps(bad_name))
-    (tmp_path / "deep.json").write_text("{\"a\":" * 200 + "1" + "}" * 200)
+    (tmp_path / "deep.json").write_text("{\"a\":" * 100_000 + "1" + "}" * 100_000)
     (tmp_path / "latin1.json").write_bytes(b'{"a": "\xe9"}')
     write(tmp_path / "ok", [report("gpu003")])
     fleet = collect([str(tmp_path)])
@@ -90,7 +90,7 @@ def test_foreign_and_broken_documents(tmp_path: Path) -> None:
     assert "other.json: not a usable aiaudit JSON report: schema_version" in msgs
     assert "status.json: not a usable aiaudit JSON report: results/0/status: 'maybe'" in msgs
     assert "name.json: not a usable aiaudit JSON report: host/hostname" in msgs
-    assert "deep.json: JSON nested deeper than 100 levels" in msgs
+    assert "deep.json: JSON nested too deeply" in msgs
     assert "latin1.json: not UTF-8 text (byte 7)" in msgs
 
 
