@@ -536,6 +536,9 @@ def _populate_fleet(f: argparse.ArgumentParser) -> None:
                         "`aiaudit fleet --format json` report")
     f.add_argument("--top", type=_non_negative_int, default=20, metavar="N",
                    help="text format: list at most N rules, outliers, changes (default 20)")
+    f.add_argument("--jobs", "-j", type=_non_negative_int, default=0, metavar="N",
+                   help="processes that read and decode reports (default 0: one per CPU, "
+                        "at most 8; 1: no worker process)")
 
 
 _SUBCOMMANDS: dict[str, tuple[Callable[[argparse.ArgumentParser], None], dict[str, Any]]] = {
@@ -610,7 +613,7 @@ def _send_syslog(run: RunResult, socket_path: str, code: int) -> int:
 def cmd_fleet(args: argparse.Namespace) -> int:
     """``aiaudit fleet REPORT...``."""
     from aiaudit.fleet import gate
-    from aiaudit.fleet.collect import collect
+    from aiaudit.fleet.collect import collect, default_jobs
     from aiaudit.fleet.render import RENDERERS
 
     outputs = _parse_outputs(args, RENDERERS)
@@ -619,7 +622,7 @@ def cmd_fleet(args: argparse.Namespace) -> int:
         from aiaudit.fleet.since import load_previous
 
         previous = load_previous(args.since)
-    fleet = collect(args.inputs)
+    fleet = collect(args.inputs, jobs=args.jobs or default_jobs())
     for problem in fleet.problems:
         print(f"aiaudit: error: {problem}", file=sys.stderr)
     if not fleet.reports:

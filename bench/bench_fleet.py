@@ -8,7 +8,11 @@ version, 2% on another kernel, 3% failing vm.swappiness, 0.5% with an error resu
 sharing a cloned machine id.  They are written once per size, as a directory of
 pretty-printed reports (as ``aiaudit scan -o json:DIR/HOST.json`` leaves them) and as one
 JSON-lines stream (as ``srun ... | aiaudit fleet -`` reads it), then ``aiaudit fleet`` is
-timed on each, in a child process whose peak RSS is read from ``wait4``.
+timed on each, in a child process whose CPU time and peak RSS are read from ``wait4``
+(the peak of the largest process, the main one; each worker of ``-j`` holds one batch of
+reports at a time), with one process (``-j1``) and one per CPU (``-j0``, the default).
+On a machine others load, the wall time says more about them than about aiaudit: the CPU
+time is the stable figure.
 
 Targets (issue 16): time and peak RSS grow linearly; 10,000 reports in < 10 s with peak RSS
 < 300 MB.  Usage::
@@ -89,8 +93,10 @@ def generate(base: dict, n: int, folder: Path) -> tuple[Path, Path]:
     return reports, folder / "stream.jsonl"
 
 
-def measure(cmd: list[str], stdin_path: Path | None = None) -> tuple[float, float, int]:
-    """Wall seconds, peak RSS in MB and exit code of one run of ``cmd``."""
+def measure(cmd: list[str], stdin_path: Path | None = None
+            ) -> tuple[float, float, float, int]:
+    """Wall seconds, CPU seconds (user + system, workers included), peak RSS in MB (of
+    the largest process: the main one) and exit code of one run of ``cmd``."""
     stdin = open(stdin_path, "rb") if stdin_path else subprocess.DEVNULL
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdin=stdin, stdout=subprocess.DEVNULL,
@@ -99,7 +105,8 @@ def measure(cmd: list[str], stdin_path: Path | None = None) -> tuple[float, floa
     wall = time.perf_counter() - t0
     if stdin_path:
         stdin.close()
-    return wall, usage.ru_maxrss / 1024, os.waitstatus_to_exitcode(status)
+    cpu = usage.ru_utime + usage.ru_stime
+    return wall, cpu, usage.ru_maxrss / 1024, os.waitstatus_to_exitcode(status)
 
 
 def main() -> int:
@@ -109,6 +116,8 @@ def main() -> int:
     ap.add_argument("--aiaudit", default=str(HERE / ".venv" / "bin" / "aiaudit"))
     ap.add_argument("--workdir", default=None)
     ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--jobs", nargs="+", type=int, default=[1, 0],
+                    help="values of aiaudit fleet -j to measure (0: one per CPU)")
     ap.add_argument("--check", action="store_true")
     args = ap.parse_args()
     base = base_report(args.aiaudit)
@@ -120,14 +129,17 @@ def main() -> int:
             t0 = time.perf_counter()
             reports, stream = generate(base, n, folder)
             gen = time.perf_counter() - t0
-            for how, cmd, inp in (
-                    ("directory", [args.aiaudit, "fleet", str(reports), "--format", "json"],
-                     None),
-                    ("stdin jsonl", [args.aiaudit, "fleet", "-", "--format", "json"], stream)):
-                wall, rss, code = measure(cmd, inp)
+            runs = [(f"directory -j{j}", [args.aiaudit, "fleet", str(reports), "--format",
+                                          "json", "-j", str(j)], None) for j in args.jobs]
+            runs += [(f"stdin -j{j}", [args.aiaudit, "fleet", "-", "--format", "json", "-j",
+                                       str(j)], stream) for j in args.jobs]
+            for how, cmd, inp in runs:
+                wall, cpu, rss, code = measure(cmd, inp)
                 rows.append((n, how, wall, rss, code))
-                print(f"{n:>6} reports  {how:<12} {wall:7.2f} s  {rss:7.1f} MB peak RSS  "
-                      f"exit {code}  (generated in {gen:.1f} s)", flush=True)
+                print(f"{n:>6} reports  {how:<14} {wall:7.2f} s wall  {cpu:7.2f} s CPU  "
+                      f"{rss:6.1f} MB peak RSS  exit {code}  (load {os.getloadavg()[0]:.1f})",
+                      flush=True)
+            print(f"        (generated in {gen:.1f} s)", flush=True)
             if not args.keep:
                 shutil.rmtree(folder)
     finally:

@@ -65,19 +65,19 @@ class Aggregator:
                                 f"than {old.origin}, which is replaced)")
         keys, values, rules = self._keys, self._values, self._rules
         data = array("i")
-        for it in rep.items:
-            k = keys.get((g, it.rule_id, it.subject))
+        for rule_id, subject, status, severity, title, actual in rep.items:
+            k = keys.get((g, rule_id, subject))
             if k is None:
-                k = keys[(g, it.rule_id, it.subject)] = len(keys)
-                if (g, it.rule_id) not in rules:
-                    rules[(g, it.rule_id)] = (it.severity, it.title)
-                    self._rule_order[g].append(it.rule_id)
+                k = keys[(g, rule_id, subject)] = len(keys)
+                if (g, rule_id) not in rules:
+                    rules[(g, rule_id)] = (severity, title)
+                    self._rule_order[g].append(rule_id)
             v = -1
-            if it.actual is not None:
-                v = values.get(it.actual, -1)
+            if actual is not None:
+                v = values.get(actual, -1)
                 if v < 0:
-                    v = values[it.actual] = len(values)
-            data.extend((k, _STATUS_CODE[it.status], v))
+                    v = values[actual] = len(values)
+            data.extend((k, _STATUS_CODE[status], v))
         self._nodes[key] = _Node(rep.hostname, rep.machine_id, g, rep.started, rep.origin,
                                  rep.facts, data)
 

@@ -19,7 +19,7 @@ Two document kinds are understood:
 from __future__ import annotations
 
 import json
-from typing import Any, Iterator, Mapping, NamedTuple
+from typing import Any, Iterator, Mapping
 
 from aiaudit.fleet.hostlist import HOSTNAME
 from aiaudit.records import record
@@ -57,16 +57,12 @@ class Group:
         return f"{self.ruleset} {self.ruleset_version}{src} (aiaudit {self.tool_version})"
 
 
-class Item(NamedTuple):
-    """One result of one node, reduced (a named tuple: one is built per result of every
-    report, and a tuple costs a third of a record to build)."""
+Item = tuple[str, str, str, str, str, "str | None"]
+"""One result of one node, reduced: ``(rule_id, subject, status, severity, title, actual)``.
 
-    rule_id: str
-    subject: str
-    status: str
-    severity: str
-    title: str
-    actual: str | None
+A plain tuple: one is built per result of every report, and worker processes send them
+(:mod:`aiaudit.fleet.collect`); a record cost three times as much to build, a named tuple
+twice as much to pickle."""
 
 
 @record
@@ -153,6 +149,22 @@ def _group(d: Mapping[str, Any], tool_version: object) -> Group:
     return Group(tool_version, name, version, source)
 
 
+_SHARED: dict[str, str] = {}
+MAX_SHARED = 200_000
+
+
+def _share(text: str) -> str:
+    """One string object per distinct text: rule ids, subjects and titles repeat in every
+    report, and a shared object is pickled once per batch (a memo reference after that)
+    and stored once by the aggregator."""
+    got = _SHARED.get(text)
+    if got is None:
+        if len(_SHARED) >= MAX_SHARED:  # a hostile stream of distinct values: start over
+            _SHARED.clear()
+        got = _SHARED[text] = text
+    return got
+
+
 _STATUS_SET = frozenset(STATUSES)
 _SEVERITY_SET = frozenset(SEVERITIES)
 
@@ -167,7 +179,8 @@ def _item(r: object, where: str, *, rule_key: str) -> Item:
     if (status in _STATUS_SET and severity in _SEVERITY_SET and type(rule) is str
             and type(subject) is str and type(title) is str
             and (actual is None or (type(actual) is str and len(actual) <= MAX_VALUE))):
-        return Item(rule, subject, status, severity, title, actual)
+        return (_share(rule), _share(subject), _share(status), _share(severity),
+                _share(title), None if actual is None else _share(actual))
     if status not in _STATUS_SET:
         raise BadDocument(f"{where}/status: {status!r} is not one of {', '.join(STATUSES)}")
     if severity not in _SEVERITY_SET:
@@ -176,8 +189,10 @@ def _item(r: object, where: str, *, rule_key: str) -> Item:
         raise BadDocument(f"{where}/{rule_key}: missing or not a string")
     if not isinstance(subject, str):
         raise BadDocument(f"{where}/subject: not a string")
-    return Item(rule, subject, status, severity, title if isinstance(title, str) else "",
-                _text(actual))
+    text = _text(actual)
+    return (_share(rule), _share(subject), _share(status), _share(severity),
+            _share(title if isinstance(title, str) else ""),
+            None if text is None else _share(text))
 
 
 def is_event(d: Mapping[str, Any]) -> bool:
@@ -210,15 +225,56 @@ def from_report(d: object, origin: str) -> NodeReport:
         facts=_facts(host), items=items)
 
 
+@record
+class EventPiece:
+    """One event, reduced: a result's item, or a summary's node (without its items)."""
+
+    run_id: str
+    origin: str
+    hostname: str
+    item: Item | None = None
+    node: NodeReport | None = None
+
+
+def from_event(d: dict[str, Any], origin: str) -> EventPiece:
+    """The reduced event; :class:`BadDocument` if unusable."""
+    run_id = d.get("run_id")
+    if not isinstance(run_id, str) or not run_id:
+        raise BadDocument("run_id: missing")
+    kind = d.get("event")
+    if kind not in ("result", "summary"):
+        raise BadDocument(f"event: {kind!r} is not result or summary")
+    host = d.get("host")
+    if not isinstance(host, dict):
+        raise BadDocument("host: missing")
+    hostname = _hostname(host)
+    if kind == "result":
+        return EventPiece(run_id, origin, hostname, item=_item(d, "event", rule_key="rule"))
+    started = d.get("timestamp")
+    return EventPiece(run_id, origin, hostname, node=NodeReport(
+        hostname=hostname, machine_id=_machine_id(host),
+        group=_group(d, d.get("tool_version")),
+        started=started if isinstance(started, str) else "", run_id=run_id,
+        origin=origin, facts=_facts(host), items=()))
+
+
+def reduce(data: object, origin: str) -> NodeReport | EventPiece:
+    """A decoded document reduced to what the fleet keeps (report or event)."""
+    if isinstance(data, dict) and is_event(data):
+        return from_event(data, origin)
+    return from_report(data, origin)
+
+
 @record(frozen=False)
 class _Pending:
-    first: dict[str, Any]
+    hostname: str
     origin: str
     items: list[Item]
 
 
 class EventAssembler:
-    """Collects event lines per ``run_id``; a run becomes a node at its ``summary`` event.
+    """Collects event pieces per ``run_id``; a run becomes a node at its ``summary`` event
+    (events of many nodes may be interleaved).
 
     Only the reduced items of open runs are held.  :meth:`unfinished` names the runs whose
     summary never came (a cut stream): they are bad input, not nodes.
@@ -227,36 +283,26 @@ class EventAssembler:
     def __init__(self) -> None:
         self._open: dict[str, _Pending] = {}
 
-    def add(self, d: Mapping[str, Any], origin: str) -> NodeReport | None:
+    def add(self, piece: EventPiece) -> NodeReport | None:
         """Take one event; the finished node when it was a run's summary."""
-        run_id = d.get("run_id")
-        if not isinstance(run_id, str) or not run_id:
-            raise BadDocument("run_id: missing")
-        kind = d.get("event")
-        if kind not in ("result", "summary"):
-            raise BadDocument(f"event: {kind!r} is not result or summary")
-        host = d.get("host")
-        if not isinstance(host, dict):
-            raise BadDocument("host: missing")
-        pending = self._open.get(run_id)
-        if pending is None:
-            pending = self._open[run_id] = _Pending(dict(d), origin, [])
-        if kind == "result":
-            pending.items.append(_item(d, "event", rule_key="rule"))
+        pending = self._open.get(piece.run_id)
+        if piece.item is not None:
+            if pending is None:
+                pending = self._open[piece.run_id] = _Pending(piece.hostname, piece.origin, [])
+            pending.items.append(piece.item)
             return None
-        del self._open[run_id]
-        started = d.get("timestamp")
-        return NodeReport(
-            hostname=_hostname(host), machine_id=_machine_id(host),
-            group=_group(d, d.get("tool_version")),
-            started=started if isinstance(started, str) else "", run_id=run_id,
-            origin=pending.origin, facts=_facts(host), items=tuple(pending.items))
+        node = piece.node
+        assert node is not None
+        if pending is None:  # a run without results (every rule filtered out)
+            return node
+        del self._open[piece.run_id]
+        return NodeReport(hostname=node.hostname, machine_id=node.machine_id,
+                          group=node.group, started=node.started, run_id=node.run_id,
+                          origin=pending.origin, facts=node.facts, items=tuple(pending.items))
 
     def unfinished(self) -> Iterator[tuple[str, str]]:
         """``(origin, message)`` for each run whose summary event never arrived."""
         for run_id, p in self._open.items():
-            host = p.first.get("host") or {}
-            name = host.get("hostname") if isinstance(host, dict) else None
-            yield (p.origin, f"events of run {run_id} (host {name}) end without their "
+            yield (p.origin, f"events of run {run_id} (host {p.hostname}) end without their "
                              f"summary event: truncated stream")
         self._open.clear()

@@ -83,7 +83,8 @@ def expand_sources(args: Iterable[str]) -> Iterator[str | InputProblem]:
                     yield m
 
 
-def _decode(text: str, origin: str, line: int) -> Document | InputProblem:
+def decode(text: str, origin: str, line: int) -> Document | InputProblem:
+    """One document's text decoded (``line``: where it starts in ``origin``)."""
     where = f"{origin}:{line}" if line > 1 else origin
     try:
         data = skim.loads(text)
@@ -108,8 +109,9 @@ def _lines(fh: IO[str]) -> Iterator[tuple[str, bool]]:
         yield line, len(line) <= MAX_DOCUMENT or line.endswith("\n")
 
 
-def _documents(fh: IO[str], origin: str) -> Iterator[Document | InputProblem]:
-    """Split a text stream into documents at lines that start with ``{``."""
+def split(fh: IO[str], origin: str) -> Iterator[tuple[str, int, str] | InputProblem]:
+    """Split a text stream into documents at lines that start with ``{``:
+    ``(origin, first line, text)`` each, or a problem for what is not one."""
     buf: list[str] = []
     size = 0
     start = 0
@@ -123,7 +125,7 @@ def _documents(fh: IO[str], origin: str) -> Iterator[Document | InputProblem]:
         continued = not whole
         if starts:
             if buf:
-                yield _decode("".join(buf), origin, start)
+                yield origin, start, "".join(buf)
             buf, size, start, skipping = [], 0, lineno, False
         if skipping or (not buf and not line.strip()):
             continue
@@ -140,7 +142,22 @@ def _documents(fh: IO[str], origin: str) -> Iterator[Document | InputProblem]:
             continue
         buf.append(line)
     if buf:
-        yield _decode("".join(buf), origin, start)
+        yield origin, start, "".join(buf)
+
+
+def _documents(fh: IO[str], origin: str) -> Iterator[Document | InputProblem]:
+    for part in split(fh, origin):
+        yield part if isinstance(part, InputProblem) else decode(part[2], origin, part[1])
+
+
+def _stdin(stdin: IO[str] | None) -> IO[str]:
+    return stdin if stdin is not None else io.TextIOWrapper(
+        sys.stdin.buffer, encoding="utf-8", errors="replace")
+
+
+def split_stream(stdin: IO[str] | None = None) -> Iterator[tuple[str, int, str] | InputProblem]:
+    """:func:`split` of stdin (or ``stdin``)."""
+    return split(_stdin(stdin), "<stdin>")
 
 
 def read_documents(sources: Iterable[str | InputProblem], *,
@@ -151,9 +168,7 @@ def read_documents(sources: Iterable[str | InputProblem], *,
             yield src
             continue
         if src == STDIN:
-            stream = stdin if stdin is not None else io.TextIOWrapper(
-                sys.stdin.buffer, encoding="utf-8", errors="replace")
-            yield from _documents(stream, "<stdin>")
+            yield from _documents(_stdin(stdin), "<stdin>")
             continue
         try:
             st = os.stat(src)

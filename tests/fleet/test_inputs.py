@@ -114,3 +114,21 @@ def test_an_oversized_line_is_skipped_not_held(monkeypatch) -> None:
     assert len(docs) == 2
     assert isinstance(docs[0], InputProblem) and "larger than" in docs[0].message
     assert isinstance(docs[1], Document) and docs[1].origin == "<stdin>:2"
+
+
+def test_worker_processes_give_the_same_fleet(tmp_path: Path, monkeypatch) -> None:
+    from aiaudit.fleet import collect as collect_mod
+
+    monkeypatch.setattr(collect_mod, "MIN_PARALLEL", 1)
+    monkeypatch.setattr(collect_mod, "BATCH", 3)
+    paths = write(tmp_path / "r", [report(f"gpu{i:02d}", f"{i:032x}",
+                                          results={"SYSCTL-VM-SWAPPINESS": ("fail", str(i % 3))})
+                                   for i in range(1, 12)])
+    paths[4].write_text("{")
+    ev = event_lines(report("ev01")) + event_lines(report("ev02"))[:-1]
+    stream = "\n".join([*ev, json.dumps(report("st01"))]) + "\n"
+    args = [str(tmp_path / "r"), "-", str(tmp_path / "missing.json")]
+    one = collect(args, stdin=io.StringIO(stream), jobs=1)
+    two = collect(args, stdin=io.StringIO(stream), jobs=2)
+    assert one == two
+    assert one.nodes == 12 and len(one.problems) == 3
