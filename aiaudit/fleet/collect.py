@@ -33,7 +33,9 @@ from aiaudit.fleet.model import Fleet
 Reduced = NodeReport | EventPiece | str
 """What a document becomes: a node, an event piece, or a problem line."""
 BATCH = 32
-"""Documents (or files) per task handed to a worker."""
+"""Files per task handed to a worker."""
+TEXT_BATCH = 8
+"""Documents of a stream per task: this process holds their text until a worker takes it."""
 MIN_PARALLEL = 64
 """Fewer files than this are read in this process: starting workers costs more."""
 
@@ -82,7 +84,7 @@ def _parallel(sources: list[str | InputProblem], stdin: IO[str] | None,
     ctx = multiprocessing.get_context("fork")
     with ctx.Pool(jobs) as pool:
         pending: deque[Any] = deque()
-        window = 4 * jobs
+        window = 2 * jobs  # tasks in flight: bounds the stream text held here
 
         def drain(limit: int) -> Iterator[Reduced]:
             while len(pending) > limit:
@@ -98,7 +100,7 @@ def _parallel(sources: list[str | InputProblem], stdin: IO[str] | None,
                     pending.append(pool.apply_async(_reduce_files, (batch,)))
                     yield from drain(window)
                 files = []
-                for batch in _batches(split_stream(stdin)):
+                for batch in _batches(split_stream(stdin), TEXT_BATCH):
                     pending.append(pool.apply_async(_reduce_texts, (batch,)))
                     yield from drain(window)
             else:

@@ -204,6 +204,8 @@ def from_report(d: object, origin: str) -> NodeReport:
     """The reduced node of a JSON report document; :class:`BadDocument` if unusable."""
     if not isinstance(d, dict):
         raise BadDocument("not a JSON object")
+    if d.get("kind") == "aiaudit.fleet":
+        raise BadDocument("this is a fleet report, not a node's (give it to --since)")
     version = d.get("schema_version")
     if not isinstance(version, str) or not version.startswith("1."):
         raise BadDocument(f"schema_version: {version!r} is not a version-1 aiaudit report")
