@@ -560,9 +560,9 @@ _SUBCOMMANDS: dict[str, tuple[Callable[[argparse.ArgumentParser], None], dict[st
                        "the host."}),
     "fleet": (_populate_fleet, {
         "help": "aggregate many nodes' reports: per-rule host lists, drift, identity",
-        "description": "Read saved JSON reports and event streams of many nodes (reports "
-                       "of different aiaudit versions or rulesets are grouped, not mixed) "
-                       "and report per rule which nodes fail, values that differ from the "
+        "description": "Read saved JSON reports and event streams of many nodes (reports\n"
+                       "of different aiaudit versions or rulesets are grouped, not mixed)\n"
+                       "and report per rule which nodes fail, values that differ from the\n"
                        "majority, cloned machine ids and, with --since, what changed.",
         "epilog": FLEET_EXIT_HELP, "formatter_class": _RawFormatter}),
 }

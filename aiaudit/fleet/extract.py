@@ -153,16 +153,11 @@ _SHARED: dict[str, str] = {}
 MAX_SHARED = 200_000
 
 
-def _share(text: str) -> str:
-    """One string object per distinct text: rule ids, subjects and titles repeat in every
-    report, and a shared object is pickled once per batch (a memo reference after that)
-    and stored once by the aggregator."""
-    got = _SHARED.get(text)
-    if got is None:
-        if len(_SHARED) >= MAX_SHARED:  # a hostile stream of distinct values: start over
-            _SHARED.clear()
-        got = _SHARED[text] = text
-    return got
+_share = _SHARED.setdefault
+"""One string object per distinct text (``_share(text, text)``): rule ids, subjects and
+titles repeat in every report, and a shared object is pickled once per batch (a memo
+reference after that) and stored once by the aggregator.  :func:`from_report` empties the
+table when a hostile stream of distinct values has grown it past :data:`MAX_SHARED`."""
 
 
 _STATUS_SET = frozenset(STATUSES)
@@ -179,8 +174,9 @@ def _item(r: object, where: str, *, rule_key: str) -> Item:
     if (status in _STATUS_SET and severity in _SEVERITY_SET and type(rule) is str
             and type(subject) is str and type(title) is str
             and (actual is None or (type(actual) is str and len(actual) <= MAX_VALUE))):
-        return (_share(rule), _share(subject), _share(status), _share(severity),
-                _share(title), None if actual is None else _share(actual))
+        return (_share(rule, rule), _share(subject, subject), _share(status, status),
+                _share(severity, severity), _share(title, title),
+                None if actual is None else _share(actual, actual))
     if status not in _STATUS_SET:
         raise BadDocument(f"{where}/status: {status!r} is not one of {', '.join(STATUSES)}")
     if severity not in _SEVERITY_SET:
@@ -190,9 +186,10 @@ def _item(r: object, where: str, *, rule_key: str) -> Item:
     if not isinstance(subject, str):
         raise BadDocument(f"{where}/subject: not a string")
     text = _text(actual)
-    return (_share(rule), _share(subject), _share(status), _share(severity),
-            _share(title if isinstance(title, str) else ""),
-            None if text is None else _share(text))
+    title = title if isinstance(title, str) else ""
+    return (_share(rule, rule), _share(subject, subject), _share(status, status),
+            _share(severity, severity), _share(title, title),
+            None if text is None else _share(text, text))
 
 
 def is_event(d: Mapping[str, Any]) -> bool:
@@ -204,6 +201,8 @@ def from_report(d: object, origin: str) -> NodeReport:
     """The reduced node of a JSON report document; :class:`BadDocument` if unusable."""
     if not isinstance(d, dict):
         raise BadDocument("not a JSON object")
+    if len(_SHARED) > MAX_SHARED:
+        _SHARED.clear()
     if d.get("kind") == "aiaudit.fleet":
         raise BadDocument("this is a fleet report, not a node's (give it to --since)")
     version = d.get("schema_version")
@@ -250,6 +249,8 @@ def from_event(d: dict[str, Any], origin: str) -> EventPiece:
     if not isinstance(host, dict):
         raise BadDocument("host: missing")
     hostname = _hostname(host)
+    if len(_SHARED) > MAX_SHARED:
+        _SHARED.clear()
     if kind == "result":
         return EventPiece(run_id, origin, hostname, item=_item(d, "event", rule_key="rule"))
     started = d.get("timestamp")
