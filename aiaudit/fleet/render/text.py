@@ -54,7 +54,9 @@ def render(fleet: Fleet, fail_on: str, max_failing: int, *, top: int = 20) -> st
            f"{_VERDICT.get(code, str(code))}; {len(bad)} node(s) fail a rule at or above "
            f"{fail_on}"]
     if gate:
-        out.append("  beyond the threshold: " + ", ".join(f"{r} ({n} nodes)" for r, n in gate))
+        more = f", and {len(gate) - top} more" if len(gate) > top else ""
+        out.append("  beyond the threshold: "
+                   + ", ".join(f"{_one(r)} ({n} nodes)" for r, n in gate[:top]) + more)
     for g in fleet.groups:
         out += ["", f"== {_one(g.group.label)}: {len(g.hosts)} node(s) {hostlist(g.hosts)}"]
         failing = sorted((r for r in g.rules if r.failing),
