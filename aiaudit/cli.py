@@ -701,6 +701,53 @@ def _populate_remediate(m: argparse.ArgumentParser) -> None:
                    help="write into DIR even if it is not empty")
 
 
+FLEET_FORMATS = ("text", "json", "html", "prometheus")
+FLEET_EXIT_HELP = """\
+exit codes (the fleet is judged as one scan, a rule failing on more than
+--max-failing-nodes nodes counting as failed):
+  0  no rule at or above --fail-on fails on more than N nodes
+  1  one does (a machine id shared by several hosts counts as a high failure)
+  2  usage error, or no usable report among the inputs
+  3  no such failure, but a rule at or above --fail-on could not be evaluated
+     on more than N nodes
+  5  some input was unusable (one line each on stderr; the rest is aggregated)
+     and the fleet would otherwise exit 0 or 3
+"""
+
+
+def _non_negative_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0: {text!r}")
+    return v
+
+
+def _populate_fleet(f: argparse.ArgumentParser) -> None:
+    f.add_argument("inputs", nargs="+", metavar="REPORT",
+                   help="saved JSON reports or event files, directories of them, globs, "
+                        "or - for a stream of reports or events (JSON lines) on stdin")
+    f.add_argument("--format", default="text", choices=FLEET_FORMATS,
+                   help="output format for stdout / --output FILE (default text)")
+    f.add_argument("--output", "-o", action="append", default=[], metavar="[FORMAT:]FILE",
+                   help="write to FILE (repeatable; FORMAT:FILE picks its format; written "
+                        "through a rename, so a textfile collector never reads half)")
+    f.add_argument("--fail-on", choices=SEVERITIES, default=DEFAULT_FAIL_ON,
+                   help=f"lowest severity whose failure counts (default {DEFAULT_FAIL_ON})")
+    f.add_argument("--max-failing-nodes", type=_non_negative_int, default=0, metavar="N",
+                   help="fail only when a rule fails on more than N nodes (default 0)")
+    f.add_argument("--since", metavar="PREVIOUS-FLEET.json",
+                   help="report which nodes got worse or better since this saved "
+                        "`aiaudit fleet --format json` report")
+    f.add_argument("--top", type=_non_negative_int, default=20, metavar="N",
+                   help="text format: list at most N rules, outliers, changes (default 20)")
+    f.add_argument("--jobs", "-j", type=_non_negative_int, default=0, metavar="N",
+                   help="processes that read and decode reports (default 0: one per CPU, "
+                        "at most 8; 1: no worker process)")
+
+
 _SUBCOMMANDS: dict[str, tuple[Callable[[argparse.ArgumentParser], None], dict[str, Any]]] = {
     "scan": (_populate_scan, {"help": "scan the host or a root filesystem",
                               "epilog": EXIT_CODES_HELP + "\n" + MODES_HELP,
@@ -719,6 +766,13 @@ _SUBCOMMANDS: dict[str, tuple[Callable[[argparse.ArgumentParser], None], dict[st
         "description": "Write the drop-in files, an install.sh and an Ansible playbook that "
                        "fix the failures of a saved scan.  aiaudit itself changes nothing on "
                        "the host."}),
+    "fleet": (_populate_fleet, {
+        "help": "aggregate many nodes' reports: per-rule host lists, drift, identity",
+        "description": "Read saved JSON reports and event streams of many nodes (reports\n"
+                       "of different aiaudit versions or rulesets are grouped, not mixed)\n"
+                       "and report per rule which nodes fail, values that differ from the\n"
+                       "majority, cloned machine ids and, with --since, what changed.",
+        "epilog": FLEET_EXIT_HELP, "formatter_class": _RawFormatter}),
 }
 """Each subcommand: what adds its arguments, and its ``add_parser`` keywords."""
 
@@ -765,8 +819,42 @@ def _send_syslog(run: RunResult, socket_path: str, code: int) -> int:
     return code
 
 
+def cmd_fleet(args: argparse.Namespace) -> int:
+    """``aiaudit fleet REPORT...``."""
+    from aiaudit.fleet import gate
+    from aiaudit.fleet.collect import collect, default_jobs
+    from aiaudit.fleet.render import RENDERERS
+
+    outputs = _parse_outputs(args, RENDERERS)
+    previous = None
+    if args.since:
+        from aiaudit.fleet.since import load_previous
+
+        previous = load_previous(args.since)
+    fleet = collect(args.inputs, jobs=args.jobs or default_jobs())
+    for problem in fleet.problems:
+        print(f"aiaudit: error: {problem}", file=sys.stderr)
+    if not fleet.reports:
+        raise UsageError("no usable report among the inputs")
+    if previous is not None:
+        import dataclasses
+
+        from aiaudit.fleet.since import compare
+
+        fleet = dataclasses.replace(fleet, since=compare(fleet, previous, args.since))
+    for fmt, path in outputs:
+        text = RENDERERS[fmt](fleet, args.fail_on, args.max_failing_nodes, top=args.top)
+        if path is None:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        else:
+            _write_atomic(path, text)
+    return gate.exit_code(fleet, args.fail_on, args.max_failing_nodes)
+
+
 COMMANDS = {"scan": cmd_scan, "rules": cmd_rules, "explain": cmd_explain,
-            "validate": cmd_validate, "render": cmd_render, "remediate": cmd_remediate}
+            "validate": cmd_validate, "render": cmd_render, "remediate": cmd_remediate,
+            "fleet": cmd_fleet}
 
 
 def run() -> NoReturn:
