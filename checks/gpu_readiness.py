@@ -603,6 +603,10 @@ def run_iommu(ctx: CheckContext) -> Iterator[Result]:
     fix = Remediation(f"Use IOMMU passthrough for host devices: {fix_summary}", snippets,
                       manual=boot.PARAMS_MANUAL)
     if not host.live:
+        blocked = gpu_checks.gate(host, ctx.params, "iommu")
+        if blocked:
+            yield blocked
+            return
         if ok:
             yield Result(Status.PASS, "iommu", f"at boot: {how}", expected="iommu=pt",
                          actual="iommu=pt", aspect=Aspect.PERSISTED, evidence=cev)
@@ -1050,7 +1054,7 @@ def aiaudit_register_checks() -> list[CheckSpec]:
                   description="current_link_width/speed against the lower of the device's "
                               "and its upstream port's max_link_width/speed."),
         CheckSpec(id="iommu.passthrough", title="GPU and HCA DMA bypasses IOMMU translation",
-                  run=run_iommu, params_schema={"type": "object", "additionalProperties": False},
+                  run=run_iommu, params_schema=_schema({}),
                   description="Live: /sys/class/iommu empty (off) or the devices' "
                               "iommu_group/type is identity. Offline: iommu=pt (or "
                               "iommu.passthrough=1, or the IOMMU off) on the booted command "

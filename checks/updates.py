@@ -191,7 +191,7 @@ def run_unattended(ctx: CheckContext) -> Iterator[Result]:
     from aiaudit.systemd import is_enabled
 
     host = ctx.host
-    if host.is_dir("/etc/apt"):
+    if host.is_dir("/etc/apt") or host.is_file(DPKG_STATUS):
         if not dpkg_version(host, "unattended-upgrades"):
             yield Result(Status.FAIL, "unattended-upgrades", "the unattended-upgrades package "
                          "is not installed: security updates wait for a person",
