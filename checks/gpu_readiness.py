@@ -855,9 +855,17 @@ def run_irq(ctx: CheckContext) -> Iterator[Result]:
     host = ctx.host
     en = is_enabled(host, IRQBALANCE)
     eev = (Evidence.file(en.evidence),) if en.evidence else ()
+    from aiaudit.systemd import load_unit
+
+    try:
+        installed = load_unit(host, IRQBALANCE).exists
+    except (HostError, ParseError):
+        installed = False
+    how = (Snippet.enable(IRQBALANCE, "spread interrupts at every boot") if installed else
+           Snippet.command("apt-get install irqbalance  # or: dnf install irqbalance; then "
+                           "systemctl enable --now irqbalance", "install and enable it"))
     fix = Remediation("Enable irqbalance, or pin each HCA/GPU interrupt to CPUs of its NUMA "
-                      "node (e.g. Mellanox set_irq_affinity_bynode.sh) at boot.", (
-                          Snippet.enable(IRQBALANCE, "spread interrupts at every boot"),))
+                      "node (e.g. Mellanox set_irq_affinity_bynode.sh) at boot.", (how,))
     if not host.live:
         if en.enabled:
             yield Result(Status.PASS, "irq layout", f"{IRQBALANCE}: {en.reason}",

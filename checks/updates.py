@@ -180,6 +180,15 @@ def apt_config(host: Host) -> tuple[dict[str, tuple[str, int, str]], list[str]]:
     return out, problems
 
 
+def _unit_exists(host: Host, name: str) -> bool:
+    from aiaudit.systemd import load_unit
+
+    try:
+        return load_unit(host, name).exists
+    except (HostError, ParseError):
+        return False
+
+
 def _periodic_on(value: str) -> bool:
     v = value.strip().lower()
     return v == "always" or (v.isdigit() and int(v) > 0) or (v.endswith(("d", "h")) and \
@@ -203,7 +212,9 @@ def run_unattended(ctx: CheckContext) -> Iterator[Result]:
                                  Snippet.file("/etc/apt/apt.conf.d/20auto-upgrades",
                                               'APT::Periodic::Update-Package-Lists "1";\n'
                                               'APT::Periodic::Unattended-Upgrade "1";\n',
-                                              "run it daily"))))
+                                              "run it daily")),
+                             manual="install the unattended-upgrades package (a package "
+                                    "cannot be installed into an offline root by a file)"))
             return
         cfg, problems = apt_config(host)
         if problems:
@@ -219,11 +230,18 @@ def run_unattended(ctx: CheckContext) -> Iterator[Result]:
         timer = is_enabled(host, "apt-daily-upgrade.timer")
         if not timer.enabled:
             off.append(f"apt-daily-upgrade.timer: {timer.reason}")
-        fix = Remediation("Turn the periodic runs on.", (
-            Snippet.file("/etc/apt/apt.conf.d/20auto-upgrades",
-                         'APT::Periodic::Update-Package-Lists "1";\n'
-                         'APT::Periodic::Unattended-Upgrade "1";\n', "run it daily"),
-            Snippet.enable("apt-daily-upgrade.timer", "the timer that runs it")))
+        snippets = [Snippet.file("/etc/apt/apt.conf.d/20auto-upgrades",
+                                 'APT::Periodic::Update-Package-Lists "1";\n'
+                                 'APT::Periodic::Unattended-Upgrade "1";\n', "run it daily")]
+        if not timer.enabled and _unit_exists(host, "apt-daily-upgrade.timer"):
+            snippets.append(Snippet.enable("apt-daily-upgrade.timer", "the timer that runs it"))
+        elif not timer.enabled:
+            snippets.append(Snippet.command("systemctl enable --now apt-daily-upgrade.timer",
+                                            "the timer that runs it (shipped by apt)"))
+        fix = Remediation("Turn the periodic runs on.", tuple(snippets),
+                          manual="" if timer.enabled or _unit_exists(
+                              host, "apt-daily-upgrade.timer") else
+                          "enable apt-daily-upgrade.timer once apt's units are installed")
         if off:
             yield Result(Status.FAIL, "unattended-upgrades", "; ".join(off),
                          expected="daily", actual="off", aspect=Aspect.PERSISTED,
@@ -257,7 +275,8 @@ def run_unattended(ctx: CheckContext) -> Iterator[Result]:
                                                      Snippet.command("dnf install -y "
                                                                      "dnf-automatic",
                                                                      "install it"),
-                                                     Snippet.enable(
+                                                     Snippet.command(
+                                                         "systemctl enable --now "
                                                          "dnf-automatic-install.timer",
                                                          "install updates daily"))))
         return
