@@ -6,9 +6,9 @@ from __future__ import annotations
 import struct
 
 import pytest
+from aiaudit.checks import gpu_readiness as gr
 
 from aiaudit.api import CheckContext
-from aiaudit.checks import gpu_readiness as gr
 from aiaudit.host import CommandResult, Host
 from aiaudit.model import Aspect, Status
 from aiaudit.parsers import nvsmi
@@ -307,14 +307,16 @@ SMI = """<?xml version="1.0" ?>
 <gpu id="00000000:18:00.0"><product_name>NVIDIA H100 80GB HBM3</product_name>
 <clocks_event_reasons>
  <clocks_event_reason_gpu_idle>Active</clocks_event_reason_gpu_idle>
- <clocks_event_reason_applications_clocks_setting>Not Active</clocks_event_reason_applications_clocks_setting>
+ <clocks_event_reason_applications_clocks_setting>Not Active
+ </clocks_event_reason_applications_clocks_setting>
  <clocks_event_reason_sw_power_cap>Not Active</clocks_event_reason_sw_power_cap>
 </clocks_event_reasons>
 <ecc_mode><current_ecc>Enabled</current_ecc><pending_ecc>Enabled</pending_ecc></ecc_mode>
 <retired_pages><pending_blacklist>N/A</pending_blacklist><pending_retirement>N/A</pending_retirement></retired_pages>
 <remapped_rows><remapped_row_corr>0</remapped_row_corr><remapped_row_unc>0</remapped_row_unc>
 <remapped_row_pending>No</remapped_row_pending><remapped_row_failure>No</remapped_row_failure></remapped_rows>
-<gpu_power_readings><current_power_limit>700.00 W</current_power_limit><default_power_limit>700.00 W</default_power_limit></gpu_power_readings>
+<gpu_power_readings><current_power_limit>700.00 W</current_power_limit>
+<default_power_limit>700.00 W</default_power_limit></gpu_power_readings>
 </gpu>
 <gpu id="00000000:2A:00.0"><product_name>Tesla V100-SXM2-32GB</product_name>
 <clocks_throttle_reasons>
@@ -322,7 +324,8 @@ SMI = """<?xml version="1.0" ?>
 </clocks_throttle_reasons>
 <ecc_mode><current_ecc>Disabled</current_ecc><pending_ecc>Enabled</pending_ecc></ecc_mode>
 <retired_pages><pending_blacklist>Yes</pending_blacklist><pending_retirement>No</pending_retirement></retired_pages>
-<power_readings><current_power_limit>250.00 W</current_power_limit><default_power_limit>300.00 W</default_power_limit></power_readings>
+<power_readings><current_power_limit>250.00 W</current_power_limit>
+<default_power_limit>300.00 W</default_power_limit></power_readings>
 </gpu></nvidia_smi_log>
 """
 
