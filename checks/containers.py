@@ -33,6 +33,7 @@ from typing import Any, Iterator
 
 from aiaudit.checks import _gpu_stack as gs
 from aiaudit.checks.limits import training_user
+from aiaudit.checks.updates import version_key
 
 from aiaudit.api import (
     Aspect,
@@ -49,7 +50,7 @@ from aiaudit.errors import HostError, NotFound, ParseError
 from aiaudit.host import Host
 from aiaudit.packages import dpkg_version
 from aiaudit.parsers import apptainer, jsonconf, tomlconf
-from aiaudit.parsers.dpkg import upstream_version, version_tuple
+from aiaudit.parsers.dpkg import upstream_version
 
 DAEMON_JSON = "/etc/docker/daemon.json"
 DOCKERD = ("/usr/bin/dockerd", "/usr/sbin/dockerd", "/usr/local/bin/dockerd")
@@ -309,7 +310,7 @@ def run_toolkit(ctx: CheckContext) -> Iterator[Result]:
         up = upstream_version(full)
         ev = (Evidence.file("/var/lib/dpkg/status", None, f"{name} {full}"),)
         want = p["min_version"]
-        if version_tuple(up) < version_tuple(want):
+        if version_key(up) < version_key(want):
             yield Result(Status.FAIL, name, f"{name} {up} is older than {want}: container "
                          "escapes to host root are published for it (NVIDIA security "
                          "bulletins)", expected=f">= {want}", actual=up, evidence=ev,

@@ -101,7 +101,7 @@ def run(ctx: CheckContext) -> Iterator[Result]:
     ev = [Evidence.runtime(PROC, runtime), Evidence.runtime("/proc/meminfo", m.group(0)),
           Evidence.default("page size", f"{ps} ({how})")]
     cfg = host.memo(("sysctl-config",), lambda: load_config(host))
-    dec = sp.systemd_decide(cfg.entries, KEY)
+    dec = sp.systemd_decide(cfg.entries, sp.normalize_key(KEY))
     persisted = None
     if dec.value is not None and dec.entry is not None:
         ev.append(Evidence.file(dec.entry.file, dec.entry.line, dec.entry.raw.strip()))
