@@ -82,7 +82,7 @@ def run_security(ctx: CheckContext) -> Iterator[Result]:
         return
     if not installed:
         yield Result(Status.SKIP, "security updates", "no dpkg database (not a Debian-based "
-                     "system, or a minimal image); RPM update metadata is not evaluated")
+                     "system, or a minimal image); RPM update metadata is out of scope here")
         return
     names = host.listdir(LISTS)
     lists = [n for n in names if aptlists.suite_of(n)]

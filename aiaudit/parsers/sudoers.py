@@ -155,7 +155,7 @@ def _split_top(text: str, sep: str, keep_tags: bool = False) -> list[str]:
 
 
 def _ends_with_tag(buf: str) -> bool:
-    m = re.search(r"([A-Za-z_0-9]+)\s*$", buf)
+    m = re.search(r"([A-Za-z_0-9]+)\s*$", buf[-64:])
     return bool(m) and (m.group(1) in TAGS or m.group(1) in DIGESTS)
 
 
