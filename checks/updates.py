@@ -21,9 +21,9 @@ or ``dnf-automatic.timer`` with ``apply_updates = yes`` in ``/etc/dnf/automatic.
 from __future__ import annotations
 
 import bz2
-import gzip
 import lzma
 import time
+import zlib
 from typing import Iterator
 
 from aiaudit.api import (
@@ -58,18 +58,50 @@ def version_key(v: str) -> object:
 
 
 def _read_list(host: Host, path: str) -> str:
+    """A list file, decompressed with at most :data:`LIST_CAP` bytes of output (a
+    decompression bomb is a :class:`ParseError`, not a memory spike)."""
     data = host.read_bytes(path, cap=LIST_CAP)
+    limit = LIST_CAP + 1
     if path.endswith(".gz"):
-        data = gzip.decompress(data)
+        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        data = d.decompress(data, limit)
     elif path.endswith(".xz"):
-        data = lzma.decompress(data)
+        data = lzma.LZMADecompressor().decompress(data, limit)
     elif path.endswith(".bz2"):
-        data = bz2.decompress(data)
-    elif path.endswith((".lz4", ".zst")):
-        raise ParseError(f"{path}: {path.rsplit('.', 1)[1]} lists cannot be read here")
+        data = bz2.BZ2Decompressor().decompress(data, limit)
+    elif path.endswith(".lz4"):  # Acquire::GzipIndexes with lz4: Debian/Ubuntu images
+        try:
+            import lz4.frame
+        except ImportError:
+            raise ParseError(f"{path}: reading lz4 lists needs the lz4 package") from None
+        try:
+            data = lz4.frame.LZ4FrameDecompressor().decompress(data, max_length=limit)
+        except RuntimeError as exc:
+            raise ParseError(f"{path}: {exc}") from None
+    elif path.endswith(".zst"):
+        raise ParseError(f"{path}: zstd-compressed lists cannot be read here")
     if len(data) > LIST_CAP:
         raise ParseError(f"{path}: larger than {LIST_CAP} bytes decompressed")
     return data.decode("utf-8", errors="replace")
+
+
+def _security_in_sources(host: Host) -> str | None:
+    """The apt sources file (one-line ``.list`` or deb822 ``.sources``, sources.list(5))
+    that names a security suite, or ``None``."""
+    files = ["/etc/apt/sources.list"] + [f"/etc/apt/sources.list.d/{n}" for n in
+                                         host.listdir("/etc/apt/sources.list.d")
+                                         if n.endswith((".list", ".sources"))]
+    for path in files:
+        try:
+            text = host.try_read_text(path) or ""
+        except HostError:
+            continue
+        for line in text.splitlines():
+            line = line.split("#", 1)[0]
+            if "-security" in line or "security.debian.org" in line or \
+                    "security.ubuntu.com" in line:
+                return path.lstrip("/")
+    return None
 
 
 def run_security(ctx: CheckContext) -> Iterator[Result]:
@@ -93,9 +125,14 @@ def run_security(ctx: CheckContext) -> Iterator[Result]:
         return
     sec = [n for n in lists if aptlists.is_security_suite(n)]
     if not sec:
-        yield Result(Status.FAIL, "security updates", "the apt lists hold no -security suite: "
-                     "this host does not even download security updates "
-                     f"(suites: {', '.join(sorted({aptlists.suite_of(n)[0] for n in lists}))})",
+        suites = ", ".join(sorted({aptlists.suite_of(n)[0] for n in lists}))
+        configured = _security_in_sources(host)
+        why = (f"{configured} names a security suite, but its lists were never downloaded "
+               "(apt-get update failed, or the lists were pruned): pending security updates "
+               "cannot be known" if configured else
+               "this host does not even download security updates")
+        yield Result(Status.FAIL, "security updates", "the apt lists hold no -security suite "
+                     f"(suites: {suites}): {why}",
                      expected="a -security suite in sources.list", actual="none",
                      evidence=(Evidence.file(f"{LISTS}/{lists[0]}"),), remediation=Remediation(
                          "Add the distribution's security suite to the apt sources (Debian: "
@@ -111,7 +148,8 @@ def run_security(ctx: CheckContext) -> Iterator[Result]:
         try:
             text = _read_list(host, path)
             newest = max(newest, host.stat(path).st_mtime)
-        except (HostError, ParseError, OSError, EOFError, lzma.LZMAError) as exc:
+        except (HostError, ParseError, OSError, EOFError, lzma.LZMAError, ValueError,
+                zlib.error) as exc:
             problems.append(f"{path}: {exc}")
             continue
         for pkg, ver, arch in aptlists.packages(text, want):
