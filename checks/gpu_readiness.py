@@ -60,6 +60,7 @@ from aiaudit.api import (
 )
 from aiaudit.errors import CommandError, HostError, LiveStateUnavailable, ParseError
 from aiaudit.host import Host
+from aiaudit.packages import DPKG_STATUS, dpkg_installed
 from aiaudit.parsers import modprobe, nvsmi, pcisysfs
 from aiaudit.parsers.dpkg import upstream_version
 from aiaudit.parsers.sysfs import parse_cpulist
@@ -390,7 +391,12 @@ def run_fabricmanager(ctx: CheckContext) -> Iterator[Result]:
                      remediation=install)
         return
     name, ver = pkg
-    pev = Evidence.file("/var/lib/dpkg/status", None, f"{name} {ver}")
+    try:
+        in_dpkg = name in dpkg_installed(host, (name,))
+    except (HostError, ParseError):
+        in_dpkg = False
+    db = DPKG_STATUS if in_dpkg else gs.RPMDB_SQLITE
+    pev = Evidence.file(db, None, f"{name} {ver}")
     fm = upstream_version(ver)
     if drv is None:
         yield Result(Status.ERROR, "nvidia-fabricmanager", f"{name} {fm} is installed but the "
@@ -670,20 +676,22 @@ def acs_control(config: bytes) -> int | None:
 
 
 def run_acs(ctx: CheckContext) -> Iterator[Result]:
-    """No bridge between a GPU and its root port redirects peer-to-peer requests."""
+    """No bridge between a GPU (or an HCA, for GPUDirect RDMA) and its root port redirects
+    peer-to-peer requests."""
     host = ctx.host
     if not host.live:
         yield _live_only("acs", "the ACS setting of PCIe ports")
         return
     by_path = {d.path: d for d in pci_devices(host)}
     gpus = [d for d in by_path.values() if d.is_nvidia_gpu and not d.virtfn]
-    if len(gpus) < 2:
-        yield Result(Status.SKIP, "acs", f"{len(gpus)} NVIDIA GPU(s): no PCIe peer-to-peer "
-                     "path between GPUs")
+    hcas = [d for d in by_path.values() if d.is_hca and not d.virtfn]
+    if len(gpus) < 2 and not (gpus and hcas):
+        yield Result(Status.SKIP, "acs", f"{len(gpus)} NVIDIA GPU(s) and {len(hcas)} HCA(s): "
+                     "no PCIe peer-to-peer path between GPUs or GPU and HCA")
         return
     units = host.listdir("/sys/class/iommu")
-    for g in gpus:
-        subject = f"GPU {g.bdf}"
+    for g in gpus + (hcas if gpus else []):
+        subject = f"{g.kind} {g.bdf}"
         bad, unread, checked = [], [], []
         up = g.upstream
         while up and up in by_path:
@@ -715,7 +723,8 @@ def run_acs(ctx: CheckContext) -> Iterator[Result]:
                          f"{', '.join(unread)} cannot be read (the kernel shows only 64 bytes "
                          "to readers without CAP_SYS_ADMIN): run the scan as root", evidence=ev)
         else:
-            yield Result(Status.PASS, subject, "no bridge above the GPU redirects P2P requests"
+            yield Result(Status.PASS, subject, f"no bridge above the {g.kind} redirects P2P "
+                         "requests"
                          + (f" (checked {', '.join(checked)})" if checked else
                             " (no ACS capability on the path)"),
                          expected="P2P redirect off", actual="off", aspect=Aspect.RUNTIME)
@@ -1070,7 +1079,8 @@ def aiaudit_register_checks() -> list[CheckSpec]:
         CheckSpec(id="pci.acs", title="PCIe switches do not redirect GPU peer-to-peer traffic",
                   run=run_acs, modes=("live",),
                   params_schema={"type": "object", "additionalProperties": False},
-                  description="For each bridge between a GPU and its root port: the ACS "
+                  description="For each bridge between a GPU (or, with GPUs, an HCA) and its "
+                              "root port: the ACS "
                               "Control register (extended config space, readable as root) has "
                               "P2P Request/Completion Redirect off."),
         CheckSpec(id="rdma.ports", title="RDMA ports are ACTIVE at the expected rate",
