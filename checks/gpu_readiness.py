@@ -812,7 +812,7 @@ def run_mtu(ctx: CheckContext) -> Iterator[Result]:
     chosen: dict[str, str] = {}
     for nd, dev in _roce_netdevs(host):
         chosen[nd] = f"RoCE netdev of {dev}"
-    pats = list(p["interfaces"]) + list(ctx.settings.get("fabric_interfaces", []) or [])
+    pats = list(p["interfaces"])
     for nd in host.listdir("/sys/class/net"):
         if any(fnmatch.fnmatchcase(nd, pat) for pat in pats):
             chosen.setdefault(nd, "listed in interfaces")
@@ -1109,8 +1109,8 @@ def aiaudit_register_checks() -> list[CheckSpec]:
                                                     "description": "globs of fabric netdevs "
                                                                    "besides RoCE ones"}}},
                   description="RoCE netdevs (/sys/class/infiniband/*/device/net/*) and "
-                              "interfaces matching the globs (or settings.fabric_interfaces): "
-                              "/sys/class/net/<if>/mtu >= min_mtu."),
+                              "interfaces matching the globs: /sys/class/net/<if>/mtu >= "
+                              "min_mtu."),
         CheckSpec(id="irq.balance", title="Device interrupts are balanced or pinned",
                   run=run_irq, params_schema={"type": "object", "additionalProperties": False},
                   description="irqbalance enabled (offline) or running (live); otherwise, "
