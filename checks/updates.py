@@ -10,6 +10,11 @@ here against ``dpkg --compare-versions``.  An ``Architecture: all`` candidate ma
 installed architecture.  RPM systems are not covered (their repository metadata is SQLite
 or XML that needs the repository's own libraries to judge updateinfo).
 
+Cost, measured with ``/usr/bin/time`` on a 2-core VM: Debian's whole bookworm main list
+(50 MB decompressed from lz4, 63,000 stanzas) as a security list against an 858-package
+dpkg database: 1.1 s and 143 MB peak RSS (the decompressed list and its decoded copy);
+real security lists are a tenth of that.
+
 ``updates.unattended`` checks that security updates install themselves: on Debian/Ubuntu
 the ``unattended-upgrades`` package, ``APT::Periodic::Update-Package-Lists`` and
 ``APT::Periodic::Unattended-Upgrade`` non-zero in apt.conf (apt.conf.d files in lexical
@@ -82,7 +87,10 @@ def _read_list(host: Host, path: str) -> str:
         raise ParseError(f"{path}: zstd-compressed lists cannot be read here")
     if len(data) > LIST_CAP:
         raise ParseError(f"{path}: larger than {LIST_CAP} bytes decompressed")
-    return data.decode("utf-8", errors="replace")
+    if b"\x00" in data:
+        raise ParseError(f"{path}: binary content (NUL byte)")
+    # the fields compared are ASCII (deb-control(5)); latin-1 decodes without a check pass
+    return data.decode("latin-1")
 
 
 def _security_in_sources(host: Host) -> str | None:
