@@ -217,12 +217,19 @@ def apt_config(host: Host) -> tuple[dict[str, tuple[str, int, str]], list[str]]:
              and all(c.isalnum() or c in "_-." for c in n)]
     if host.is_file(APT_CONF):
         files.append(APT_CONF)
+    merged: dict[str, tuple[str, int]] = {}
+    where: dict[str, str] = {}
     for path in files:
         try:
-            for k, (v, ln) in aptconf.parse(host.read_text(path), path).items():
-                out[k] = (v, ln, path)
+            ops = aptconf.parse_ops(host.read_text(path), path)
         except (HostError, ParseError) as exc:
             problems.append(str(exc))
+            continue
+        aptconf.apply(ops, merged)
+        for k, v, _ in ops:
+            if v is not None:
+                where[k] = path
+    out = {k: (v, ln, where[k]) for k, (v, ln) in merged.items()}
     return out, problems
 
 

@@ -20,9 +20,28 @@ MAX_DEPTH = 64
 def parse(text: str, source: str = "") -> dict[str, tuple[str, int]]:
     """``{lower-case full key: (value, line)}`` for every scalar assignment (last wins);
     ``#clear KEY`` removes a key and its subtree."""
+    return apply(parse_ops(text, source), {})
+
+
+def apply(ops: list[tuple[str, str | None, int]], into: dict[str, tuple[str, int]]
+          ) -> dict[str, tuple[str, int]]:
+    """Apply :func:`parse_ops` output to ``into`` (a later file continues an earlier
+    one's configuration: a ``#clear`` also removes what earlier files set)."""
+    for key, value, line in ops:
+        if value is None:
+            for k in [k for k in into if k == key or k.startswith(key + "::")]:
+                del into[k]
+        else:
+            into[key] = (value, line)
+    return into
+
+
+def parse_ops(text: str, source: str = "") -> list[tuple[str, str | None, int]]:
+    """The assignments (``(key, value, line)``) and clears (``(key, None, line)``) of one
+    file, in order; keys in lower case."""
     if "\x00" in text:
         raise ParseError("binary content (NUL byte)", source=source)
-    out: dict[str, tuple[str, int]] = {}
+    out: list[tuple[str, str | None, int]] = []
     scope: list[str] = []
     pending: list[tuple[str, int]] = []
     line = 1
@@ -56,11 +75,10 @@ def parse(text: str, source: str = "") -> dict[str, tuple[str, int]]:
         if tok == ";":
             if pending and pending[0][0] == "#clear" and len(pending) > 1:
                 gone = "::".join(filter(None, [*scope, pending[1][0]])).lower()
-                for k in [k for k in out if k == gone or k.startswith(gone + "::")]:
-                    del out[k]
+                out.append((gone, None, pending[0][1]))
             elif len(pending) >= 2 and pending[0][0] != "#include":
                 key = "::".join(filter(None, [*scope, pending[0][0]])).lower()
-                out[key] = (pending[1][0], pending[0][1])
+                out.append((key, pending[1][0], pending[0][1]))
             pending = []
             continue
         value = tok[1:-1] if tok.startswith('"') else tok

@@ -160,3 +160,46 @@ def test_dnf_automatic(make_root) -> None:
         "/etc/systemd/system/timers.target.wants/dnf-automatic-install.timer":
             "/usr/lib/systemd/system/dnf-automatic-install.timer"}))
     assert r.status is Status.PASS
+
+
+APT_TREES = {
+    "plain": {"20auto-upgrades": AUTO},
+    "scoped-later-wins": {"20auto-upgrades": AUTO,
+                          "50unattended-upgrades.conf": 'APT { Periodic {\n'
+                                                        '  Unattended-Upgrade "7"; }; };\n'},
+    "ignored-names": {"20auto-upgrades": AUTO, "99off.disabled": 'APT::Periodic::'
+                      'Unattended-Upgrade "0";\n', "98off.bak": 'APT::Periodic::'
+                      'Unattended-Upgrade "0";\n', "97off~": 'APT::Periodic::'
+                      'Unattended-Upgrade "0";\n'},
+    "comments-and-clear": {"10a": '# hash\n/* block\n*/ APT::Periodic::Update-Package-Lists '
+                                  '"1"; // end\nAPT::Periodic::Unattended-Upgrade "1";\n',
+                           "20b": "#clear APT::Periodic::Unattended-Upgrade;\n"},
+    "main-file-last": {"20auto-upgrades": AUTO, "@main": 'APT::Periodic::'
+                       'Unattended-Upgrade "0";\n'},
+}
+
+
+@pytest.mark.skipif(shutil.which("apt-config") is None and not os.environ.get("CI"),
+                    reason="needs apt-config (the oracle)")
+@pytest.mark.parametrize("name", sorted(APT_TREES))
+def test_apt_conf_matches_apt_config(make_root, tmp_path, name: str) -> None:
+    """Our reading of apt.conf.d + apt.conf against apt's own: APT_CONFIG points
+    Dir::Etc::parts/main at the tree (apt-pkg pkgInitConfig reads parts, then main)."""
+    from aiaudit.checks.updates import apt_config
+
+    from aiaudit.host import Host
+
+    files = {("/etc/apt/apt.conf" if n == "@main" else f"/etc/apt/apt.conf.d/{n}"): t
+             for n, t in APT_TREES[name].items()}
+    root = make_root(files)
+    main = tmp_path / f"{name}-main.conf"
+    main.write_text(f'Dir::Etc::parts "{root}/etc/apt/apt.conf.d";\n'
+                    f'Dir::Etc::main "{root}/etc/apt/apt.conf";\n')
+    ours, problems = apt_config(Host(str(root)))
+    assert not problems
+    for key in ("APT::Periodic::Unattended-Upgrade", "APT::Periodic::Update-Package-Lists"):
+        res = subprocess.run(["apt-config", "shell", "V", key], capture_output=True, text=True,
+                             env={**os.environ, "APT_CONFIG": str(main)}, check=True)
+        real = res.stdout.strip()[3:-1] if res.stdout.strip() else ""
+        got = ours.get(key.lower())
+        assert (got[0] if got else "") == real, (key, got, res.stdout)
