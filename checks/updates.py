@@ -25,10 +25,7 @@ or ``dnf-automatic.timer`` with ``apply_updates = yes`` in ``/etc/dnf/automatic.
 
 from __future__ import annotations
 
-import bz2
-import lzma
 import time
-import zlib
 from typing import Iterator
 
 from aiaudit.api import (
@@ -66,14 +63,40 @@ def _read_list(host: Host, path: str) -> str:
     """A list file, decompressed with at most :data:`LIST_CAP` bytes of output (a
     decompression bomb is a :class:`ParseError`, not a memory spike)."""
     data = host.read_bytes(path, cap=LIST_CAP)
+    data = _decompress(path, data)
+    if len(data) > LIST_CAP:
+        raise ParseError(f"{path}: larger than {LIST_CAP} bytes decompressed")
+    if b"\x00" in data:
+        raise ParseError(f"{path}: binary content (NUL byte)")
+    # the fields compared are ASCII (deb-control(5)); latin-1 decodes without a check pass
+    return data.decode("latin-1")
+
+
+def _decompress(path: str, data: bytes) -> bytes:
+    """At most LIST_CAP + 1 bytes of ``data`` decompressed by the list's suffix (the
+    codecs are imported only for lists that use them)."""
     limit = LIST_CAP + 1
     if path.endswith(".gz"):
-        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        data = d.decompress(data, limit)
+        import zlib
+
+        try:
+            data = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(data, limit)
+        except zlib.error as exc:
+            raise ParseError(f"{path}: {exc}") from None
     elif path.endswith(".xz"):
-        data = lzma.LZMADecompressor().decompress(data, limit)
+        import lzma
+
+        try:
+            data = lzma.LZMADecompressor().decompress(data, limit)
+        except (lzma.LZMAError, EOFError) as exc:
+            raise ParseError(f"{path}: {exc}") from None
     elif path.endswith(".bz2"):
-        data = bz2.BZ2Decompressor().decompress(data, limit)
+        import bz2
+
+        try:
+            data = bz2.BZ2Decompressor().decompress(data, limit)
+        except (OSError, EOFError) as exc:
+            raise ParseError(f"{path}: {exc}") from None
     elif path.endswith(".lz4"):  # Acquire::GzipIndexes with lz4: Debian/Ubuntu images
         try:
             import lz4.frame
@@ -85,12 +108,7 @@ def _read_list(host: Host, path: str) -> str:
             raise ParseError(f"{path}: {exc}") from None
     elif path.endswith(".zst"):
         raise ParseError(f"{path}: zstd-compressed lists cannot be read here")
-    if len(data) > LIST_CAP:
-        raise ParseError(f"{path}: larger than {LIST_CAP} bytes decompressed")
-    if b"\x00" in data:
-        raise ParseError(f"{path}: binary content (NUL byte)")
-    # the fields compared are ASCII (deb-control(5)); latin-1 decodes without a check pass
-    return data.decode("latin-1")
+    return data
 
 
 def _security_in_sources(host: Host) -> str | None:
@@ -156,8 +174,7 @@ def run_security(ctx: CheckContext) -> Iterator[Result]:
         try:
             text = _read_list(host, path)
             newest = max(newest, host.stat(path).st_mtime)
-        except (HostError, ParseError, OSError, EOFError, lzma.LZMAError, ValueError,
-                zlib.error) as exc:
+        except (HostError, ParseError, OSError) as exc:
             problems.append(f"{path}: {exc}")
             continue
         for pkg, ver, arch in aptlists.packages(text, want):

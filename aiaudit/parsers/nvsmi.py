@@ -23,10 +23,13 @@ declares entities is refused outright, so no expansion can blow up memory.
 from __future__ import annotations
 
 import re
-import xml.etree.ElementTree as ET
+from typing import TYPE_CHECKING
 
 from aiaudit.errors import ParseError
 from aiaudit.records import record
+
+if TYPE_CHECKING:
+    import xml.etree.ElementTree as ET
 
 MAX_XML = 16 * 1024 * 1024
 """Largest document parsed (8 GPUs with supported-clock tables are ~400 KiB)."""
@@ -74,6 +77,8 @@ def parse(text: str) -> list[GpuHealth]:
         raise ParseError(f"nvidia-smi XML larger than {MAX_XML} bytes")
     if "<!ENTITY" in text:
         raise ParseError("nvidia-smi XML declares entities; refused")
+    import xml.etree.ElementTree as ET  # only live scans of a GPU host get here
+
     try:
         root = ET.fromstring(text)
     except ET.ParseError as exc:

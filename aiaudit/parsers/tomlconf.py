@@ -13,16 +13,17 @@ from typing import Any
 
 from aiaudit.errors import ParseError
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python 3.10 only
-    import tomli as tomllib
-
 
 def parse(text: str, source: str = "") -> dict[str, Any]:
     """The document as a dict; a syntax error is a :class:`ParseError` with its line."""
     if "\x00" in text:
         raise ParseError("binary content (NUL byte)", source=source)
+    # imported here: tomllib imports datetime, which a scan of a host without the NVIDIA
+    # container toolkit does not need
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on Python 3.10 only
+        import tomli as tomllib
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

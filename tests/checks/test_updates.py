@@ -71,6 +71,13 @@ def test_decompression_bomb_is_bounded(make_root, monkeypatch) -> None:
     assert r.status is Status.ERROR and "decompressed" in r.message
 
 
+@pytest.mark.parametrize("suffix", [".gz", ".xz", ".bz2", ".lz4", ".zst"])
+def test_corrupt_compressed_list_is_an_error(make_root, suffix: str) -> None:
+    [r] = run_check("updates.security_pending", make_root(
+        {"/var/lib/dpkg/status": status(("bash", "5", "amd64")), SEC + suffix: b"garbage"}))
+    assert r.status is Status.ERROR
+
+
 def test_stale_lists_and_missing_lists(make_root) -> None:
     st_ = status(("bash", "5.2.15-2", "amd64"))
     root = make_root({"/var/lib/dpkg/status": st_, SEC: packages(("bash", "5.2.15-2", "amd64"))})
