@@ -11,8 +11,9 @@ from __future__ import annotations
 import re
 
 from aiaudit.errors import ParseError
+from aiaudit.parsers import lazy_pattern
 
-_TOKEN = re.compile(r'\s+|//[^\n]*|/\*.*?\*/|#(?!clear\b|include\b)[^\n]*|"[^"\n]*"|[{};]|'
+_TOKEN = lazy_pattern(r'\s+|//[^\n]*|/\*.*?\*/|#(?!clear\b|include\b)[^\n]*|"[^"\n]*"|[{};]|'
                     r'#clear|#include|[^\s{};"]+', re.S)
 MAX_DEPTH = 64
 
@@ -47,7 +48,7 @@ def parse_ops(text: str, source: str = "") -> list[tuple[str, str | None, int]]:
     line = 1
     pos = 0
     while pos < len(text):
-        m = _TOKEN.match(text, pos)
+        m = _TOKEN().match(text, pos)
         if m is None:
             raise ParseError("unterminated string or comment", line=line, source=source)
         tok = m.group(0)

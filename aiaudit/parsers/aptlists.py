@@ -12,16 +12,17 @@ from __future__ import annotations
 import re
 
 from aiaudit.errors import ParseError
+from aiaudit.parsers import lazy_pattern
 
-_NAME = re.compile(r"_dists_(.+?)_(?:[a-z-]+_)?binary-([a-z0-9-]+)_Packages"
+_NAME = lazy_pattern(r"_dists_(.+?)_(?:[a-z-]+_)?binary-([a-z0-9-]+)_Packages"
                    r"(?:\.(gz|xz|bz2|lz4|zst))?$")
-_FIELD = re.compile(r"^(Package|Version|Architecture): *(\S+) *$", re.M)
+_FIELD = lazy_pattern(r"^(Package|Version|Architecture): *(\S+) *$", re.M)
 
 
 def suite_of(filename: str) -> tuple[str, str] | None:
     """``(suite, arch)`` of a list file name (``("bookworm-security", "amd64")``), or
     ``None`` when it is not a binary Packages list."""
-    m = _NAME.search(filename)
+    m = _NAME().search(filename)
     if not m:
         return None
     return m.group(1).replace("_", "/"), m.group(2)
@@ -37,8 +38,8 @@ def is_security_suite(filename: str) -> bool:
     return suite.endswith("-security") or (suite.endswith("/updates") and "security" in filename)
 
 
-_PKG = re.compile(r"^Package: *(\S+) *$", re.M)
-_END = re.compile(r"\n[ \t]*\n")
+_PKG = lazy_pattern(r"^Package: *(\S+) *$", re.M)
+_END = lazy_pattern(r"\n[ \t]*\n")
 
 
 def packages(text: str, wanted: set[str] | None = None) -> list[tuple[str, str, str]]:
@@ -48,13 +49,13 @@ def packages(text: str, wanted: set[str] | None = None) -> list[tuple[str, str, 
     if "\x00" in text:
         raise ParseError("binary content (NUL byte)")
     out = []
-    for m in _PKG.finditer(text):
+    for m in _PKG().finditer(text):
         if wanted is not None and m.group(1) not in wanted:
             continue
         start = text.rfind("\n\n", 0, m.start()) + 1
-        end_m = _END.search(text, m.end())
+        end_m = _END().search(text, m.end())
         stanza = text[start:end_m.start() if end_m else len(text)]
-        fields = dict(_FIELD.findall(stanza))
+        fields = dict(_FIELD().findall(stanza))
         if fields.get("Package") == m.group(1) and "Version" in fields:
             out.append((fields["Package"], fields["Version"], fields.get("Architecture", "")))
     return out

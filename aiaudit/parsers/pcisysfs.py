@@ -25,10 +25,10 @@ from __future__ import annotations
 import re
 
 from aiaudit.errors import ParseError
+from aiaudit.parsers import lazy_pattern
 
-_SPEED = re.compile(r"(\d{1,3}(?:\.\d{1,2})?) GT/s(?: PCIe)?")
-_STATE = re.compile(r"(\d{1,2}): ([A-Z_]{1,32})")
-_RATE = re.compile(r"(\d{1,5}(?:\.\d{1,2})?) Gb/sec(?: \(.{0,32}\))?")
+_SPEED = lazy_pattern(r"(\d{1,3}(?:\.\d{1,2})?) GT/s(?: PCIe)?")
+_RATE = lazy_pattern(r"(\d{1,5}(?:\.\d{1,2})?) Gb/sec(?: \(.{0,32}\))?")
 
 PCI_CLASS_DISPLAY = 0x03
 """Base class of display controllers (VGA 0x0300, 3D 0x0302: compute GPUs)."""
@@ -56,7 +56,7 @@ def parse_speed(text: str) -> float | None:
     t = text.strip()
     if t == "Unknown":
         return None
-    m = _SPEED.fullmatch(t)
+    m = _SPEED().fullmatch(t)
     if not m:
         raise ParseError(f"not a PCIe link speed: {t[:40]!r}")
     return float(m.group(1))
@@ -82,7 +82,7 @@ def parse_port_state(text: str) -> tuple[int, str]:
 def parse_rate(text: str) -> float:
     """``"200 Gb/sec (4X HDR)"`` -> 200.0."""
     t = text.strip()
-    m = _RATE.fullmatch(t)
+    m = _RATE().fullmatch(t)
     if not m:
         raise ParseError(f"not a port rate: {t[:40]!r}")
     return float(m.group(1))

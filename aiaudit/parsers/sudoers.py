@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 
 from aiaudit.errors import ParseError
+from aiaudit.parsers import lazy_pattern
 from aiaudit.records import record
 
 TAGS = frozenset({"NOPASSWD", "PASSWD", "NOEXEC", "EXEC", "SETENV", "NOSETENV", "LOG_INPUT",
@@ -163,8 +164,8 @@ def _items(text: str) -> tuple[str, ...]:
     return tuple(x.strip() for x in _split_top(text, ",") if x.strip())
 
 
-_ALIAS_NAME = re.compile(r"[A-Z][A-Z0-9_]*")
-_LEAD = re.compile(r"\s*([^\s,=]+(?:\s*,\s*[^\s,=]+)*)\s+")
+_ALIAS_NAME = lazy_pattern(r"[A-Z][A-Z0-9_]*")
+_LEAD = lazy_pattern(r"\s*([^\s,=]+(?:\s*,\s*[^\s,=]+)*)\s+")
 
 
 def _cmnd_specs(hosts: tuple[str, ...], text: str, n: int) -> list[Cmnd]:
@@ -232,7 +233,7 @@ def parse(text: str, source: str = "") -> list[Entry]:
             for part in _split_top(rest, ":"):
                 name, eq, members = part.partition("=")
                 name = name.strip()
-                if not eq or not _ALIAS_NAME.fullmatch(name):
+                if not eq or not _ALIAS_NAME().fullmatch(name):
                     raise ParseError(f"bad {word} definition {part.strip()[:60]!r}", line=n,
                                      source=source)
                 out.append(Alias(ALIAS_KINDS[word], name, _items(members), n))
@@ -242,7 +243,7 @@ def parse(text: str, source: str = "") -> list[Entry]:
             targets = _items(m.group(2) or "")
             out.append(Default(m.group(1) or "", targets, _items(m.group(3) or ""), n))
             continue
-        m = _LEAD.match(line)
+        m = _LEAD().match(line)
         if not m:
             raise ParseError(f"not a sudoers entry: {line[:60]!r}", line=n, source=source)
         users = _items(m.group(1))
