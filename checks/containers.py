@@ -65,6 +65,11 @@ STARTER_SUID = ("/usr/libexec/apptainer/bin/starter-suid",
                 "/usr/local/libexec/singularity/bin/starter-suid")
 PODMAN = ("/usr/bin/podman", "/usr/local/bin/podman")
 SUBIDS = 65536
+FLAG_OF = {"hosts": ("-H", "--host"), "tlsverify": ("--tlsverify",),
+           "userns-remap": ("--userns-remap",), "no-new-privileges": ("--no-new-privileges",),
+           "live-restore": ("--live-restore",), "default-runtime": ("--default-runtime",),
+           "runtimes": ("--add-runtime",)}
+"""dockerd flags that set the same directive as a daemon.json key."""
 
 
 # ------------------------------------------------------------------ Docker
@@ -132,6 +137,28 @@ def run_docker(ctx: CheckContext) -> Iterator[Result]:
 
     merge = ("Add it to /etc/docker/daemon.json (keep the other keys; a key may not also be a "
              "dockerd flag in the unit) and restart dockerd.")
+    # dockerd refuses to start when a directive is both a flag and a daemon.json key
+    # (daemon/config findConfigurationConflicts), the classic being "hosts" with -H fd://
+    # in the unit, and when a boolean key holds another type (encoding/json)
+    jkeys = {"tcp-tls": ("hosts", "tlsverify"), "nvidia-runtime": ("default-runtime",
+                                                                   "runtimes")}.get(opt, (opt,))
+    both = [k for k in jkeys if k in cfg and any(
+        w == f or w.startswith(f + "=") for w in words for f in FLAG_OF[k])]
+    if both:
+        yield Result(Status.ERROR, opt, f"{', '.join(both)} is set both in daemon.json and as "
+                     f"a dockerd flag ({where}): dockerd refuses to start ('the following "
+                     "directives are specified both as a flag and in the configuration file')",
+                     evidence=ev(both[0]), remediation=Remediation(
+                         "Keep the setting in one place: drop the flag from docker.service "
+                         "(a drop-in with an empty ExecStart= and a new one) or the key from "
+                         "daemon.json."))
+        return
+    bools = [k for k in ("no-new-privileges", "live-restore", "tlsverify")
+             if k in cfg and k in jkeys and not isinstance(cfg[k], bool)]
+    if bools:
+        yield Result(Status.ERROR, opt, f'{bools[0]} is {cfg[bools[0]]!r} in daemon.json, not '
+                     "true/false: dockerd refuses to start", evidence=ev(bools[0]))
+        return
     if opt in ("userns-remap", "no-new-privileges", "live-restore"):
         flag = _flag_values(words, f"--{opt}")
         value: Any = cfg.get(opt)
@@ -140,7 +167,7 @@ def run_docker(ctx: CheckContext) -> Iterator[Result]:
         want = {"userns-remap": "a user (e.g. default)", "no-new-privileges": "true",
                 "live-restore": "true"}[opt]
         good = bool(value) and value not in ("false", "") if opt == "userns-remap" else \
-            value in (True, "true")
+            value is True
         why = {"userns-remap": "root in a container is root on the host (files it writes "
                                "through bind mounts belong to uid 0)",
                "no-new-privileges": "setuid binaries in an image can gain privileges",

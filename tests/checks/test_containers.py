@@ -12,7 +12,8 @@ from aiaudit.model import Status
 from tests.helpers import run_check
 
 DOCKER = {"/usr/bin/dockerd": "\x7fELF",
-          "/lib/systemd/system/docker.service": "[Service]\nExecStart=/usr/bin/dockerd -H fd://\n"}
+          "/lib/systemd/system/docker.service": "[Service]\nExecStart=/usr/bin/dockerd "
+                                                "--containerd=/run/containerd/containerd.sock\n"}
 DPKG = "Package: {p}\nStatus: install ok installed\nArchitecture: amd64\nVersion: {v}\n\n"
 
 
@@ -47,10 +48,21 @@ def test_daemon_json(make_root, option: str, daemon: str | None, status: Status)
 def test_unit_flags_count(make_root) -> None:
     root = docker(make_root, "{}", unit="/usr/bin/dockerd -H fd:// -H tcp://0.0.0.0:2375 "
                                         "--no-new-privileges")
+    assert root
     [r] = run_check("containers.docker_daemon", root, {"option": "tcp-tls"})
     assert r.status is Status.FAIL and "tcp://0.0.0.0:2375" in r.message
     [r] = run_check("containers.docker_daemon", root, {"option": "no-new-privileges"})
     assert r.status is Status.PASS
+
+
+def test_flag_and_key_conflict_is_an_error(make_root) -> None:
+    root = docker(make_root, '{"hosts": ["unix:///var/run/docker.sock"]}',
+                  unit="/usr/bin/dockerd -H fd://")
+    [r] = run_check("containers.docker_daemon", root, {"option": "tcp-tls"})
+    assert r.status is Status.ERROR and "refuses to start" in r.message
+    [r] = run_check("containers.docker_daemon", docker(make_root, '{"live-restore": "true"}'),
+                    {"option": "live-restore"})
+    assert r.status is Status.ERROR and "true/false" in r.message
 
 
 def test_daemon_json_errors_and_absent_docker(make_root) -> None:
