@@ -435,6 +435,20 @@ def _peermem_at_boot(host: Host) -> Evidence | None:
     return None
 
 
+def _dmabuf_possible(host: Host) -> bool:
+    """Open NVIDIA kernel modules (``/proc/driver/nvidia/version`` says "Open Kernel
+    Module") on Linux >= 5.12 (``/proc/sys/kernel/osrelease``): the kernel side of DMA-BUF
+    GPUDirect RDMA (NVIDIA GPUDirect RDMA guide, "Using DMA-BUF")."""
+    if not gs.kernel_side(host).open_module:
+        return False
+    rel = (host.try_read_text("/proc/sys/kernel/osrelease") or "").strip()
+    parts = rel.split(".")
+    try:
+        return (int(parts[0]), int(parts[1].split("-")[0])) >= (5, 12)
+    except (ValueError, IndexError):
+        return False
+
+
 def rdma_devices(host: Host) -> list[str]:
     """RDMA devices (``/sys/class/infiniband/<dev>``), live only."""
     return sorted(host.listdir(IB)) if host.live else []
@@ -475,10 +489,15 @@ def run_peermem(ctx: CheckContext) -> Iterator[Result]:
           *bev)
     hcas = f"RDMA devices {', '.join(devs[:8])}"
     if not loaded:
+        dmabuf = ""
+        if _dmabuf_possible(host):
+            dmabuf = ("; this host has the open kernel modules and Linux >= 5.12, so NCCL >= "
+                      "2.13 with a DMA-BUF capable rdma-core can do GPUDirect RDMA without "
+                      "it: waive the rule if the jobs do")
         yield Result(Status.FAIL, "nvidia-peermem", f"{hcas} but nvidia-peermem is not loaded "
                      f"(and {at_boot}): NCCL falls back to staging GPU data through host "
-                     "memory unless it uses DMA-BUF", expected="loaded", actual="not loaded",
-                     aspect=Aspect.RUNTIME, evidence=ev, remediation=fix)
+                     f"memory unless it uses DMA-BUF{dmabuf}", expected="loaded",
+                     actual="not loaded", aspect=Aspect.RUNTIME, evidence=ev, remediation=fix)
     elif boot_ev is None:
         yield Result(Status.FAIL, "nvidia-peermem", f"{hcas}; nvidia-peermem is loaded now but "
                      f"{at_boot}: it is gone after a reboot", expected="configured",
