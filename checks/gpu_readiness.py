@@ -895,6 +895,11 @@ def run_irq(ctx: CheckContext) -> Iterator[Result]:
     fix = Remediation("Enable irqbalance, or pin each HCA/GPU interrupt to CPUs of its NUMA "
                       "node (e.g. Mellanox set_irq_affinity_bynode.sh) at boot.", (how,))
     if not host.live:
+        from aiaudit.checks.timesync import NOT_BOOTED, boots
+
+        if not boots(host):
+            yield Result(Status.SKIP, "irq layout", NOT_BOOTED)
+            return
         if en.enabled:
             yield Result(Status.PASS, "irq layout", f"{IRQBALANCE}: {en.reason}",
                          expected="irqbalance or pinned", actual="irqbalance enabled",

@@ -25,11 +25,26 @@ from aiaudit.api import (
     hookimpl,
 )
 from aiaudit.errors import HostError, ParseError
+from aiaudit.host import Host
 
 UNITS = ("chrony.service", "chronyd.service", "systemd-timesyncd.service", "ntp.service",
          "ntpd.service", "ntpsec.service", "openntpd.service")
 COMMS = ("chronyd", "systemd-timesyn", "ntpd", "openntpd")
 MAX_PIDS = 65536
+
+INITS = ("/sbin/init", "/usr/sbin/init", "/lib/systemd/systemd", "/usr/lib/systemd/systemd")
+"""An init program: without one the root is a container image, which runs under its host's
+kernel and clock and is rebuilt rather than patched."""
+
+
+def boots(host: Host) -> bool:
+    """Whether the root can boot (has an init, following links: ``/sbin/init`` is a link to
+    systemd on most distributions); a live scan always describes a running system."""
+    return host.live or any(host.exists(p) for p in INITS)
+
+
+NOT_BOOTED = ("no init (/sbin/init, systemd) in this root: a container image uses its "
+              "host's clock and services")
 
 FIX = Remediation("Enable a time synchronisation daemon (chrony is the usual choice for "
                   "servers; point it at the site's NTP servers).", (
@@ -44,6 +59,9 @@ def run(ctx: CheckContext) -> Iterator[Result]:
     from aiaudit.systemd import is_enabled, load_unit
 
     host = ctx.host
+    if not boots(host):
+        yield Result(Status.SKIP, "time sync", NOT_BOOTED)
+        return
     enabled, evs = [], []
     for u in UNITS:
         try:

@@ -267,9 +267,15 @@ def _periodic_on(value: str) -> bool:
 
 def run_unattended(ctx: CheckContext) -> Iterator[Result]:
     """Security updates install without a person."""
+    from aiaudit.checks.timesync import boots
+
     from aiaudit.systemd import is_enabled
 
     host = ctx.host
+    if not boots(host):
+        yield Result(Status.SKIP, "unattended upgrades", "no init (/sbin/init, systemd) in this "
+                     "root: a container image is rebuilt, not upgraded in place")
+        return
     if host.is_dir("/etc/apt") or host.is_file(DPKG_STATUS):
         if not dpkg_version(host, "unattended-upgrades"):
             yield Result(Status.FAIL, "unattended-upgrades", "the unattended-upgrades package "

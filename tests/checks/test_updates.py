@@ -131,7 +131,8 @@ AUTO = ('APT::Periodic::Update-Package-Lists "1";\nAPT::Periodic::Unattended-Upg
 
 def unattended_root(make_root, conf: dict[str, str], installed: bool = True, timer: bool = True):
     files = {"/var/lib/dpkg/status": status(("unattended-upgrades", "2.9.1+nmu3", "all"))
-             if installed else status(("bash", "5", "amd64")), **conf}
+             if installed else status(("bash", "5", "amd64")),
+             "/lib/systemd/systemd": "\x7fELF", **conf}
     links = {}
     if timer:
         files["/lib/systemd/system/apt-daily-upgrade.timer"] = "[Timer]\nOnCalendar=daily\n"
@@ -159,7 +160,7 @@ def test_unattended(make_root) -> None:
 
 
 def test_dnf_automatic(make_root) -> None:
-    base = {"/etc/dnf/dnf.conf": "[main]\n",
+    base = {"/etc/dnf/dnf.conf": "[main]\n", "/usr/lib/systemd/systemd": "\x7fELF",
             "/usr/lib/systemd/system/dnf-automatic-install.timer": "[Timer]\nOnCalendar=daily\n"}
     [r] = run_check("updates.unattended", make_root(base))
     assert r.status is Status.FAIL
