@@ -83,13 +83,13 @@ def test_rules_shows_expected_values_and_filters_by_tag() -> None:
     r = cli("rules")
     assert r.code == 0
     lines = r.out.splitlines()
-    assert lines[0] == "# dl-training 1.0: 61 of 61 rules"
+    assert lines[0] == "# dl-training 1.0: 93 of 93 rules"
     assert lines[1].split() == ["RULE", "SEVERITY", "EXPECTED", "TITLE"]
     row = next(line for line in lines if line.startswith("SYSCTL-VM-SWAPPINESS "))
     assert "  medium    vm.swappiness <= 10 " in row
     assert any("PasswordAuthentication = no" in line for line in lines)
     ssh = cli("rules", "--tag", "SSH").out.splitlines()
-    assert ssh[0] == "# dl-training 1.0: 15 of 61 rules tagged ssh"
+    assert ssh[0] == "# dl-training 1.0: 15 of 93 rules tagged ssh"
     assert all(not line.startswith("SYSCTL-") for line in ssh[2:]) and len(ssh) == 17
     both = cli("rules", "--tag", "ssh", "--tag", "gpu").out.splitlines()
     assert len(both) > len(ssh)

@@ -1,0 +1,123 @@
+"""``time.sync``: a time synchronisation daemon keeps the clock right.
+
+Distributed training (NCCL/Gloo timeouts, checkpoints named by time), Kerberos and the logs a
+SIEM correlates all assume synchronised clocks.  At boot: one of chrony (``chrony.service``
+on Debian, ``chronyd.service`` on RHEL), ``systemd-timesyncd.service``, ntpd
+(``ntp.service``, ``ntpd.service``, ``ntpsec.service``) or ``openntpd.service`` is installed
+and enabled (systemd.unit(5) wants links).  Live: one of their processes runs
+(``/proc/<pid>/comm``, which the kernel truncates to 15 bytes: ``systemd-timesyn``;
+proc(5)).
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from aiaudit.api import (
+    Aspect,
+    CheckContext,
+    CheckSpec,
+    Evidence,
+    Remediation,
+    Result,
+    Snippet,
+    Status,
+    hookimpl,
+)
+from aiaudit.errors import HostError, ParseError
+from aiaudit.host import Host
+
+UNITS = ("chrony.service", "chronyd.service", "systemd-timesyncd.service", "ntp.service",
+         "ntpd.service", "ntpsec.service", "openntpd.service")
+COMMS = ("chronyd", "systemd-timesyn", "ntpd", "openntpd")
+MAX_PIDS = 65536
+
+INITS = ("/sbin/init", "/usr/sbin/init", "/lib/systemd/systemd", "/usr/lib/systemd/systemd")
+"""An init program: without one the root is a container image, which runs under its host's
+kernel and clock and is rebuilt rather than patched."""
+
+
+def boots(host: Host) -> bool:
+    """Whether the root can boot (has an init, following links: ``/sbin/init`` is a link to
+    systemd on most distributions); a live scan always describes a running system."""
+    return host.live or any(host.exists(p) for p in INITS)
+
+
+NOT_BOOTED = ("no init (/sbin/init, systemd) in this root: a container image uses its "
+              "host's clock and services")
+
+FIX = Remediation("Enable a time synchronisation daemon (chrony is the usual choice for "
+                  "servers; point it at the site's NTP servers).", (
+                      Snippet.command("apt-get install chrony  # or: dnf install chrony",
+                                      "install chrony"),
+                      Snippet.command("systemctl enable --now chrony  # chronyd on RHEL",
+                                      "start it now and at boot")))
+
+
+def run(ctx: CheckContext) -> Iterator[Result]:
+    """PASS when a time sync daemon is enabled (and, live, running)."""
+    from aiaudit.systemd import is_enabled, load_unit
+
+    host = ctx.host
+    if not boots(host):
+        yield Result(Status.SKIP, "time sync", NOT_BOOTED)
+        return
+    enabled, evs = [], []
+    for u in UNITS:
+        try:
+            if not load_unit(host, u).exists:
+                continue
+        except (HostError, ParseError):
+            continue
+        en = is_enabled(host, u)
+        if en.enabled:
+            enabled.append(u)
+            if en.evidence:
+                evs.append(Evidence.file(en.evidence))
+    running: list[str] = []
+    if host.live:
+        for pid in host.listdir("/proc")[:MAX_PIDS]:
+            if not pid.isdigit():
+                continue
+            try:
+                comm = (host.try_read_text(f"/proc/{pid}/comm") or "").strip()
+            except HostError:
+                continue
+            if comm in COMMS and comm not in running:
+                running.append(comm)
+                evs.append(Evidence.runtime(f"/proc/{pid}/comm", comm))
+    note = (f"; more than one is enabled ({', '.join(enabled)}): they fight over the clock"
+            if len(enabled) > 1 else "")
+    if host.live:
+        if not running:
+            yield Result(Status.FAIL, "time sync", "no time synchronisation daemon is running"
+                         + (f" ({', '.join(enabled)} enabled but not running)" if enabled
+                            else ""), expected="running", actual="none",
+                         aspect=Aspect.RUNTIME, evidence=tuple(evs), remediation=FIX)
+        elif not enabled:
+            yield Result(Status.FAIL, "time sync", f"{', '.join(running)} runs but no time "
+                         "sync unit is enabled: it stops at the next reboot",
+                         expected="enabled", actual="not enabled", aspect=Aspect.DRIFT,
+                         evidence=tuple(evs), remediation=FIX)
+        else:
+            yield Result(Status.PASS, "time sync", f"{', '.join(running)} is running and "
+                         f"{', '.join(enabled)} is enabled{note}", expected="running",
+                         actual=", ".join(running), aspect=Aspect.RUNTIME, evidence=tuple(evs))
+        return
+    if enabled:
+        yield Result(Status.PASS, "time sync", f"{', '.join(enabled)} is enabled{note}",
+                     expected="enabled", actual=", ".join(enabled), aspect=Aspect.PERSISTED,
+                     evidence=tuple(evs))
+    else:
+        yield Result(Status.FAIL, "time sync", "no time synchronisation unit is installed and "
+                     f"enabled (looked for {', '.join(UNITS)})", expected="enabled",
+                     actual="none", aspect=Aspect.PERSISTED, remediation=FIX)
+
+
+@hookimpl
+def aiaudit_register_checks() -> list[CheckSpec]:
+    """Register the time sync check."""
+    return [CheckSpec(id="time.sync", title="A time synchronisation daemon is active", run=run,
+                      params_schema={"type": "object", "additionalProperties": False},
+                      description="chrony, systemd-timesyncd, ntpd/ntpsec or openntpd enabled "
+                                  "at boot; live, also running.")]
