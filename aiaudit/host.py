@@ -134,6 +134,11 @@ class Host:
         self.reads = 0
         """Number of files actually opened (cache misses); for tests and benchmarks."""
 
+    def after_fork(self) -> None:
+        """In a forked child (:mod:`aiaudit.worker`): a new lock, since a thread of the
+        parent may have held the old one at the fork."""
+        self._lock = threading.Lock()
+
     # ------------------------------------------------------------------ memo
     def memo(self, key: object, factory: Callable[[], T]) -> T:
         """Per-run cache for data derived from the host (parsed configs shared by many
