@@ -18,7 +18,7 @@ import signal
 import stat
 import threading
 import time
-from typing import TYPE_CHECKING, Callable, Iterable, Sequence, TypeVar
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence, TypeVar
 
 from aiaudit.records import record
 
@@ -39,6 +39,15 @@ from aiaudit.errors import (
 DEFAULT_READ_CAP = 4 * 1024 * 1024
 """Largest file read by default (bytes).  Config files are far smaller; a 100 MB
 ``sysctl.conf`` is an error result, not a memory spike."""
+
+CACHE_BUDGET = 16 * 1024 * 1024
+"""Most bytes of file content the Host keeps cached per run.  Past it a file is still read
+(up to its cap) but not kept: many files at the read cap cost their reads, not their sum
+in memory (988 MB before on a hostile tree).  A scan's real files total well under 1 MiB."""
+
+COMMAND_OUTPUT_CAP = 8 * 1024 * 1024
+"""Most bytes of a command's standard output kept (its stderr: 64 KiB).  Output is read
+as it comes; past the cap the command is killed and the rule gets an ``error`` result."""
 
 MAX_SYMLINKS = 40
 """Same bound as the kernel's ``MAXSYMLINKS``: more hops is a loop (ELOOP)."""
@@ -126,6 +135,8 @@ class Host:
         self.deadline = deadline or Deadline(None)
         self._lock = threading.Lock()
         self._bytes: dict[str, bytes | HostError] = {}
+        self._cached = 0
+        """Bytes of content in ``_bytes`` (bounded by :data:`CACHE_BUDGET`)."""
         self._resolved: dict[str, str | HostError] = {}
         self._memo: dict[object, object] = {}
         self._prefixes: dict[str, str] = {}
@@ -505,9 +516,19 @@ class Host:
             with self._lock:
                 self._bytes[key] = exc
             raise
-        with self._lock:
-            self._bytes[key] = data
+        self._keep(key, data)
         return data
+
+    def _keep(self, key: str, data: bytes) -> None:
+        """Cache ``data`` for ``key`` while the cache is within :data:`CACHE_BUDGET`."""
+        with self._lock:
+            old = self._bytes.get(key)
+            if isinstance(old, bytes):
+                self._cached -= len(old)
+                del self._bytes[key]
+            if self._cached + len(data) <= CACHE_BUDGET:
+                self._bytes[key] = data
+                self._cached += len(data)
 
     def _read(self, path: str, limit: int) -> bytes:
         # the fast walk first, uncached: read_bytes caches the content itself
@@ -572,6 +593,76 @@ class Host:
         finally:
             os.close(fd)
 
+    def _open_checked(self, path: str) -> tuple[int, os.stat_result]:
+        """An open descriptor of regular file ``path`` (resolved inside the root, not
+        following a last symlink, not blocking) and its ``fstat``; the caller closes it."""
+        self._check_live(path)
+        real = self.real(self.resolve(path))
+        try:
+            fd = os.open(real, _O_FLAGS)
+        except FileNotFoundError:
+            raise NotFound(f"{path}: no such file or directory") from None
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise HostError(f"{path}: changed into a symlink while reading") from None
+            raise HostError(f"{path}: {exc.strerror}") from None
+        self.reads += 1
+        try:
+            st = os.fstat(fd)
+        except OSError as exc:
+            os.close(fd)
+            raise HostError(f"{path}: {exc.strerror}") from None
+        if not stat.S_ISREG(st.st_mode):
+            os.close(fd)
+            raise NotRegularFile(f"{path}: not a regular file ({_kind(st.st_mode)})")
+        return fd, st
+
+    def read_range(self, path: str, offset: int, size: int) -> bytes:
+        """At most ``size`` bytes of regular file ``path`` from ``offset`` (fewer at its
+        end), read and never cached: a part of a big file (an ELF section of a kernel
+        module) costs its own size in memory, not the file's."""
+        if offset < 0 or size < 0:
+            raise HostError(f"{path}: negative offset or size")
+        fd, _st = self._open_checked(path)
+        try:
+            chunks = []
+            while size > 0:
+                try:
+                    chunk = os.pread(fd, min(size, 1 << 20), offset)
+                except OSError as exc:
+                    raise HostError(f"{path}: {exc.strerror}") from None
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                offset += len(chunk)
+                size -= len(chunk)
+            return b"".join(chunks)
+        finally:
+            os.close(fd)
+
+    def read_chunks(self, path: str, *, cap: int, chunk: int = 1 << 20) -> Iterator[bytes]:
+        """Regular file ``path`` as successive chunks of at most ``chunk`` bytes, never
+        cached (a compressed module streamed through its decompressor); more than ``cap``
+        bytes in all raises :class:`TooLarge` (checked on the size first)."""
+        fd, st = self._open_checked(path)
+        try:
+            if st.st_size > cap:
+                raise TooLarge(f"{path}: {st.st_size} bytes, over the {cap}-byte read cap")
+            total = 0
+            while True:
+                try:
+                    data = os.read(fd, chunk)
+                except OSError as exc:
+                    raise HostError(f"{path}: {exc.strerror}") from None
+                if not data:
+                    return
+                total += len(data)
+                if total > cap:
+                    raise TooLarge(f"{path}: over the {cap}-byte read cap")
+                yield data
+        finally:
+            os.close(fd)
+
     def read_many(self, paths: Iterable[str], *, cap: int | None = None
                   ) -> list[bytes | HostError]:
         """What :meth:`read_bytes` gives for each of ``paths``, the error in place of the
@@ -620,7 +711,10 @@ class Host:
                     except HostError as exc:
                         got = exc
             if got is not None:
-                cache[path] = got    # one dict store: atomic, no lock needed
+                if isinstance(got, bytes):
+                    self._keep(path, got)
+                else:
+                    cache[path] = got    # one dict store: atomic, no lock needed
                 add(got)
                 continue
             try:
