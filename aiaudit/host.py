@@ -49,6 +49,10 @@ COMMAND_OUTPUT_CAP = 8 * 1024 * 1024
 """Most bytes of a command's standard output kept (its stderr: 64 KiB).  Output is read
 as it comes; past the cap the command is killed and the rule gets an ``error`` result."""
 
+MAX_PENDING_LSTATS = 4096
+"""Most ``lstat`` results kept for a read that may follow (a walk that only asks whether
+100,000 files exist must not keep 100,000 of them)."""
+
 MAX_SYMLINKS = 40
 """Same bound as the kernel's ``MAXSYMLINKS``: more hops is a loop (ELOOP)."""
 
@@ -306,7 +310,7 @@ class Host:
                 return None
             if stat.S_ISDIR(st.st_mode):
                 prefixes[path] = cand
-            else:  # for the read that follows (a directory is never read)
+            elif len(self._lstats) < MAX_PENDING_LSTATS:  # for the read that follows
                 self._lstats[cand] = st
             return cand
         names: list[str] = []
@@ -345,7 +349,7 @@ class Host:
                 prefixes[head] = cand
         if stat.S_ISDIR(st.st_mode):
             prefixes[path] = base
-        else:
+        elif len(self._lstats) < MAX_PENDING_LSTATS:
             self._lstats[base] = st
         return base
 
@@ -771,16 +775,71 @@ class Host:
         except OSError as exc:
             raise CommandError(f"{argv[0]}: {exc.strerror}") from None
         try:
-            out, err = proc.communicate(timeout=limit)
-        except subprocess.TimeoutExpired:
+            out, err = _collect(proc, limit, COMMAND_OUTPUT_CAP, STDERR_CAP)
+        except _OutputTooLarge:
+            _kill_group(proc)
+            raise CommandError(f"{' '.join(argv)}: output over the {COMMAND_OUTPUT_CAP}-"
+                               "byte cap: the command was stopped") from None
+        except TimeoutError:
             _kill_group(proc)
             raise CommandError(f"{' '.join(argv)}: timed out after {limit:.1f}s") from None
         return CommandResult(
             tuple(argv),
             proc.returncode,
-            out[: self.read_cap].decode("utf-8", errors="replace"),
-            err[:65536].decode("utf-8", errors="replace"),
+            out.decode("utf-8", errors="replace"),
+            err.decode("utf-8", errors="replace"),
         )
+
+
+STDERR_CAP = 65536
+"""Most bytes of a command's stderr kept (the rest is read and dropped)."""
+
+
+class _OutputTooLarge(Exception):
+    """A command wrote more than the output cap to its stdout."""
+
+
+def _collect(proc: subprocess.Popen[bytes], timeout: float, out_cap: int, err_cap: int
+             ) -> tuple[bytes, bytes]:
+    """Read ``proc``'s stdout and stderr as they come (``select``), keeping at most
+    ``out_cap`` bytes of stdout (more raises :class:`_OutputTooLarge`: nothing past the
+    cap is ever held) and the first ``err_cap`` bytes of stderr; wait for its exit.
+    Raises :class:`TimeoutError` at ``timeout`` seconds."""
+    import selectors
+    import subprocess
+
+    end = time.monotonic() + timeout
+    assert proc.stdout is not None and proc.stderr is not None
+    out, err = bytearray(), bytearray()
+    sel = selectors.DefaultSelector()
+    try:
+        sel.register(proc.stdout, selectors.EVENT_READ, out)
+        sel.register(proc.stderr, selectors.EVENT_READ, err)
+        while sel.get_map():
+            left = end - time.monotonic()
+            if left <= 0:
+                raise TimeoutError
+            for key, _ in sel.select(left):
+                data = os.read(key.fd, 65536)
+                if not data:
+                    sel.unregister(key.fileobj)
+                    continue
+                buf = key.data
+                if buf is out:
+                    if len(out) + len(data) > out_cap:
+                        raise _OutputTooLarge
+                    out += data
+                elif len(err) < err_cap:
+                    err += data[:err_cap - len(err)]
+    finally:
+        sel.close()
+        proc.stdout.close()
+        proc.stderr.close()
+    try:
+        proc.wait(max(0.0, end - time.monotonic()))
+    except subprocess.TimeoutExpired:  # output closed, process still there
+        raise TimeoutError from None
+    return bytes(out), bytes(err)
 
 
 def _nul_path(path: str) -> NotFound:

@@ -149,7 +149,7 @@ def hugenum(root: Path) -> None:
                                         f"transparent_hugepages=never\n",
         "etc/nftables.conf": f"table inet f {{ chain in {{ type filter hook input priority {n};"
                              f" policy drop; tcp dport {n} accept; }} }}\n",
-        "etc/default/ufw": f"IPV6=yes\nDEFAULT_INPUT_POLICY=\"DROP\"\n",
+        "etc/default/ufw": "IPV6=yes\nDEFAULT_INPUT_POLICY=\"DROP\"\n",
         "etc/ufw/user.rules": f"### tuple ### allow tcp {n} 0.0.0.0/0 any 0.0.0.0/0 in\n"
                               f"-A ufw-user-input -p tcp --dport {n} -j ACCEPT\n",
         "etc/firewalld/zones/public.xml": f'<zone target="DROP"><port protocol="tcp" '

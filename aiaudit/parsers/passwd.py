@@ -69,7 +69,8 @@ class Database:
 
 
 def _int(field: str) -> int | None:
-    return int(field) if re.fullmatch(r"[0-9]+", field) and int(field) < 2**32 else None
+    return (int(field) if len(field) <= 10 and re.fullmatch(r"[0-9]+", field)
+            and int(field) < 2**32 else None)
 
 
 def _rows(text: str, what: str, min_fields: int) -> tuple[list[tuple[int, list[str]]], bool]:

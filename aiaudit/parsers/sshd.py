@@ -346,6 +346,8 @@ def convtime(s: str) -> int:
     for m in re.finditer(r"([+-]?\d+)([a-zA-Z]?)|(.)", s):
         if m.group(3) is not None:
             return -1
+        if len(m.group(1).lstrip("+-").lstrip("0")) > 20:
+            return -1  # convtime: overflow
         secs, unit = int(m.group(1)), m.group(2).lower()
         if secs < 0 or unit not in mult:
             return -1
@@ -363,6 +365,8 @@ def strtonum(s: str, lo: int, hi: int) -> int | None:
     m = re.fullmatch(r"[ \t\n\v\f\r]*([+-]?\d+)", s)
     if m is None:
         return None
+    if len(m.group(1).lstrip("+-").lstrip("0")) > 20:
+        return None  # strtonum: "too large" / "too small" (ERANGE)
     v = int(m.group(1))
     return v if lo <= v <= hi else None
 
@@ -668,7 +672,7 @@ def addr_pton_cidr(entry: str) -> tuple[int, int, int] | int:
     addr, slash, mask = entry.partition("/")
     masklen = None
     if slash:
-        if not (mask.isascii() and mask.isdigit()) or int(mask) > 128:
+        if not (mask.isascii() and mask.isdigit()) or len(mask) > 3 or int(mask) > 128:
             return -1
         masklen = int(mask)
     parsed = addr_pton(addr)
