@@ -261,7 +261,9 @@ class StreamedImage:
     """``read_at`` over an image that can only be streamed from its start (a compressed
     module): each read that misses what is kept streams the image again, keeping the
     bytes asked for (and, on a full pass, the last :data:`TAIL` bytes and the length).
-    :func:`read_modinfo` then costs two or three passes and a few MiB of memory."""
+    :func:`read_modinfo` then costs at most four passes, of which only one goes to the
+    end (the header, the name table and ``.modinfo`` passes stop once they have their
+    bytes; the name table is usually in the tail), and a few MiB of memory."""
 
     def __init__(self, stream: Callable[[], Iterable[bytes]]) -> None:
         self._stream = stream
