@@ -53,6 +53,9 @@ MAX_PENDING_LSTATS = 4096
 """Most ``lstat`` results kept for a read that may follow (a walk that only asks whether
 100,000 files exist must not keep 100,000 of them)."""
 
+MAX_CACHED_GLOBS = 4096
+"""Most glob patterns whose results :meth:`Host.glob` keeps for the run."""
+
 MAX_SYMLINKS = 40
 """Same bound as the kernel's ``MAXSYMLINKS``: more hops is a loop (ELOOP)."""
 
@@ -140,6 +143,7 @@ class Host:
         self._lock = threading.Lock()
         self._bytes: dict[str, bytes | HostError] = {}
         self._cached = 0
+        self._globs: dict[str, tuple[str, ...]] = {}
         """Bytes of content in ``_bytes`` (bounded by :data:`CACHE_BUDGET`)."""
         self._resolved: dict[str, str | HostError] = {}
         self._memo: dict[object, object] = {}
@@ -471,7 +475,18 @@ class Host:
 
     def glob(self, pattern: str) -> list[str]:
         """Host paths matching a shell glob (``*?[``, per component, no dotfiles for
-        wildcards), sorted bytewise.  Symlinks inside the root are followed."""
+        wildcards), sorted bytewise.  Symlinks inside the root are followed.  Results are
+        cached for the run (up to :data:`MAX_CACHED_GLOBS` patterns): a configuration that
+        includes the same pattern 100,000 times walks it once."""
+        hit = self._globs.get(pattern)
+        if hit is not None:
+            return list(hit)
+        out = self._glob(pattern)
+        if len(self._globs) < MAX_CACHED_GLOBS:
+            self._globs[pattern] = tuple(out)
+        return out
+
+    def _glob(self, pattern: str) -> list[str]:
         parts = _norm(pattern)
         paths = ["/"]
         for i, part in enumerate(parts):
