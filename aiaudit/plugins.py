@@ -7,6 +7,7 @@ the modules named by third-party ``aiaudit`` entry points are.  Nothing happens 
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 from dataclasses import replace
 from types import ModuleType
@@ -142,10 +143,8 @@ class _Loader:
     def _load_third_party(self, plugins: list[tuple[object, str, str] | EntryPoint],
                           progress: list[str]) -> None:
         """Import and register every third-party plugin, stdout sent to stderr."""
-        import contextlib
-        import sys
 
-        with contextlib.redirect_stdout(sys.stderr):
+        with _stdout_to_stderr():
             for item in plugins:
                 if isinstance(item, EntryPoint):
                     if self.pm.get_plugin(item.name) is not None or \
@@ -238,6 +237,32 @@ class _Loader:
                 f"a {kind} {'id' if kind == 'check' else 'name'} must be unique "
                 "(uninstall or fix one of them)")
         self.owners[(kind, key)] = who
+
+
+@contextlib.contextmanager
+def _stdout_to_stderr() -> Iterator[None]:
+    """Send what is written to stdout, through ``sys.stdout`` or file descriptor 1, to
+    stderr for the duration (stdout carries only the report)."""
+    import os
+    import sys
+
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            stream.flush()
+    try:
+        saved = os.dup(1)
+        os.dup2(2, 1)
+    except OSError:  # no stdout or stderr descriptor: sys.stdout only
+        saved = -1
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            sys.stderr.flush()
+        if saved >= 0:
+            os.dup2(saved, 1)
+            os.close(saved)
 
 
 def _module_name(obj: object) -> str:

@@ -244,9 +244,16 @@ sys.stdout.buffer.write(json.dumps({"rc": p.returncode, "rss": ru.ru_maxrss, "s"
 def child_scan(*args: str, env: dict[str, str] | None = None,
                timeout: float = 120) -> ChildScan:
     """``aiaudit ARGS`` in a child process, measured by a wrapper process whose only
-    child it is (``RUSAGE_CHILDREN`` of the wrapper is the scan's own peak)."""
-    proc = subprocess.run([sys.executable, "-c", _WRAPPER, sys.executable, "-m", "aiaudit",
-                           *args], capture_output=True, timeout=timeout,
-                          env={**os.environ, **(env or {})})
+    child it is (``RUSAGE_CHILDREN`` of the wrapper is the scan's own peak; a process's
+    own ``ru_maxrss`` would include the memory of the test process it was forked from,
+    which Linux carries across ``exec``)."""
+    return child_run([sys.executable, "-m", "aiaudit", *args], env=env, timeout=timeout)
+
+
+def child_run(argv: list[str], env: dict[str, str] | None = None,
+              timeout: float = 120) -> ChildScan:
+    """Any command, measured as :func:`child_scan` measures a scan."""
+    proc = subprocess.run([sys.executable, "-c", _WRAPPER, *argv], capture_output=True,
+                          timeout=timeout, env={**os.environ, **(env or {})})
     got = json.loads(proc.stdout)
     return ChildScan(got["rc"], got["out"], got["err"], got["rss"] / 1024, got["s"])
