@@ -82,23 +82,24 @@ def files_at_cap(root: Path, count: int = 40, size: int = 4 * MIB - 1) -> None:
         _write(root, f, body)
 
 
-def open_fds(root: Path, count: int = 3_000) -> None:
-    """A live tree whose processes hold ``count`` open file descriptors, one listening
-    socket among them (668 MB for 200,000 before; 22 MB now, measured with 200,000 -- the
-    test builds fewer: a symlink costs up to a millisecond on a busy machine)."""
+def open_fds(root: Path, count: int = 3_000, per: int = 3) -> None:
+    """A live tree of ``count`` open file descriptors over ``count // per`` processes,
+    every one of them the one listening socket (668 MB for 200,000 before: every holder
+    was read and listed).  The test builds few: a symlink costs up to a millisecond on a
+    busy machine; the README's figure is for 200,000."""
     _base(root)
     _write(root, "proc/net/tcp",
            "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt"
            "   uid  timeout inode\n"
            "   0: 00000000:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000"
            "     0        0 4242 1 0000000000000000 100 0 0 10 0\n")
-    per = 1_000
     for p in range((count + per - 1) // per):
         fd = root / f"proc/{100 + p}/fd"
         fd.mkdir(parents=True)
         _write(root, f"proc/{100 + p}/comm", "hog\n")
+        _write(root, f"proc/{100 + p}/cmdline", "hog\0" + "x" * 65536)
         for i in range(min(per, count - p * per)):
-            os.symlink("socket:[4242]" if i == 7 else f"/tmp/file{i}", fd / str(i))
+            os.symlink("socket:[4242]", fd / str(i))
 
 
 def sysctl_globs(root: Path, count: int = 50_000) -> None:
