@@ -114,7 +114,7 @@ class _Loader:
     does not return in time is a :class:`UsageError` too (see :func:`_bounded`)."""
 
     def __init__(self, entry_points: bool = True, extra: Iterable[object] = (),
-                 deadline: Deadline | None = None) -> None:
+                 deadline: Deadline | _After | None = None) -> None:
         from aiaudit.manifest import BUILTIN_CHECKS, BUILTIN_REPORTERS
 
         self.pm = _PluginManager(hookspecs.PROJECT)
@@ -274,7 +274,7 @@ REGISTRATION_GRACE = 5.0
 (C code that never lets the waiting thread run) ends the process (see :func:`_bounded`)."""
 
 
-def _bounded(load: Callable[[list[str]], None], deadline: Deadline | None) -> None:
+def _bounded(load: Callable[[list[str]], None], deadline: Deadline | _After | None) -> None:
     """Run ``load`` (third-party plugin registration) within ``deadline``.
 
     Without a deadline ``load`` runs here.  With one it runs in a daemon thread while this
@@ -445,18 +445,37 @@ _REGISTRY: Registry | None = None
 
 
 def build_registry(*, entry_points: bool = True, extra: Iterable[object] = (),
-                   deadline: Deadline | None = None) -> Registry:
+                   deadline: Deadline | _After | None = None) -> Registry:
     """A new registry: built-ins (imported lazily), ``extra`` plugin objects (treated as
     third-party plugins) and, unless ``entry_points`` is false, the third-party
     ``aiaudit`` entry points, loaded within ``deadline`` when given."""
     return _Loader(entry_points, extra, deadline).registry
 
 
+class _After:
+    """A deadline ``seconds`` from now, without importing :mod:`aiaudit.host`."""
+
+    def __init__(self, seconds: float) -> None:
+        import time
+
+        self._time = time.monotonic
+        self.at = time.monotonic() + seconds
+
+    def remaining(self) -> float:
+        """Seconds left (never negative)."""
+        return max(0.0, self.at - self._time())
+
+
+REGISTRATION_TIMEOUT = 60.0
+"""Seconds third-party plugins may take to register when the command has no deadline
+(``aiaudit rules``, ``explain``, ``validate``, ``render``)."""
+
+
 def registry(deadline: Deadline | None = None) -> Registry:
     """The process-wide registry (built once, on first use, its third-party plugins
-    within ``deadline``; built-in check and reporter modules are imported when a rule or
-    format first needs them)."""
+    within ``deadline``, else :data:`REGISTRATION_TIMEOUT`; built-in check and reporter
+    modules are imported when a rule or format first needs them)."""
     global _REGISTRY
     if _REGISTRY is None:
-        _REGISTRY = build_registry(deadline=deadline)
+        _REGISTRY = build_registry(deadline=deadline or _After(REGISTRATION_TIMEOUT))
     return _REGISTRY
