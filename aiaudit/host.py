@@ -730,10 +730,13 @@ class Host:
                     except HostError as exc:
                         got = exc
             if got is not None:
-                if isinstance(got, bytes):
-                    self._keep(path, got)
-                else:
-                    cache[path] = got    # one dict store: atomic, no lock needed
+                # one dict store: atomic, no lock needed (a file of a batch is new here;
+                # the byte count may be off by a file if a stuck thread reads meanwhile)
+                if not isinstance(got, bytes):
+                    cache[path] = got
+                elif self._cached + len(got) <= CACHE_BUDGET:
+                    cache[path] = got
+                    self._cached += len(got)
                 add(got)
                 continue
             try:
