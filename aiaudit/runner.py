@@ -400,7 +400,9 @@ def _run_isolated(workers: list[Worker], rules: Sequence[Rule],
                 results[i] = [_deadline_error(options)]
             return len(rest)
         index, budget, capped = overrun
-        if budget < 0:
+        if capped and budget <= 0:  # the deadline passed between two rules
+            results[index] = [_deadline_error(options)]
+        elif budget < 0:
             results[index] = [error_result(
                 f"{_who(rules[index])}: {worker.describe_end()} while the check was "
                 "running; its rule is not evaluated")]
