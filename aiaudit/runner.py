@@ -309,7 +309,7 @@ def scan(ruleset: Ruleset, host: Host, options: ScanOptions,
         for w in workers:  # none outlives the scan (each is reaped by its reader)
             w.kill()
     if missed:
-        notices.append(f"scan deadline of {options.timeout:g}s reached; "
+        notices.append(f"scan deadline of {options.timeout or 0:g}s reached; "
                        f"{missed} rule(s) not evaluated")
     for k, rule in enumerate(rules):
         findings.extend(_finding(rule, r) for r in results.get(k, ()))
@@ -334,7 +334,7 @@ def scan(ruleset: Ruleset, host: Host, options: ScanOptions,
 
 
 def _deadline_error(options: ScanOptions) -> Result:
-    return error_result(f"not evaluated: scan deadline of {options.timeout:g}s reached")
+    return error_result(f"not evaluated: scan deadline of {options.timeout or 0:g}s reached")
 
 
 def _overrun_error(budget: float, capped: bool) -> Result:

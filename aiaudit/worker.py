@@ -11,9 +11,10 @@ or the scan deadline, records an ``error`` result for it, and forks a new child 
 after it.  A child that dies (``os._exit``, a signal) costs the rule it was running.
 
 In the child, stdout is stderr (file descriptor 1 too): a plugin that prints cannot corrupt
-the report on stdout.  A real Ctrl-C kills the child (default ``SIGINT``); a
-``KeyboardInterrupt`` raised by a check is an error result like any exception.  The child
-dies with the scan (``PR_SET_PDEATHSIG``), never outliving it.
+the report on stdout.  The child leads its own process group, killed as one (so what a
+check started goes with it); a ``KeyboardInterrupt`` raised by a check is an error result
+like any exception, and a real Ctrl-C ends the scan, which kills its workers on the way
+out.  The child dies with the scan (``PR_SET_PDEATHSIG``), never outliving it.
 
 Built-in checks stay in threads of the scan: a fork costs about a millisecond, and a scan
 with no third-party rule never forks.
@@ -75,6 +76,8 @@ class Worker:
         """Why the last frame could not be read (too large, garbled)."""
         self._deadline = deadline
         self._rule_timeout = rule_timeout
+        self._pid_lock = threading.Lock()
+        self._reaped = False
         for stream in (sys.stdout, sys.stderr):  # no buffered text duplicated in the child
             try:
                 stream.flush()
@@ -141,18 +144,32 @@ class Worker:
             self.running = None
 
     def _reap(self) -> None:
+        """Wait for the child to exit, then reap it under ``_pid_lock``: :meth:`kill`
+        never signals a reaped (and possibly reused) process id."""
         try:
-            _, status = os.waitpid(self.pid, 0)
+            os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOWAIT)  # a zombie: id still ours
         except ChildProcessError:
-            return
+            pass
+        with self._pid_lock:
+            try:
+                _, status = os.waitpid(self.pid, 0)
+            except ChildProcessError:
+                status = None
+            self._reaped = True
         self.status = status
 
     def kill(self) -> None:
-        """End the child now (``SIGKILL``)."""
-        try:
-            os.kill(self.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        """End the child now (``SIGKILL``), unless it is already reaped."""
+        with self._pid_lock:
+            if self._reaped:
+                return
+            try:  # its process group: what the check started dies with it
+                os.killpg(self.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                try:
+                    os.kill(self.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
 
     def watch(self) -> tuple[int, float, bool] | None:
         """Wait until the child has run every rule (``None``) or its running rule overruns
@@ -164,6 +181,8 @@ class Worker:
                     if self.running is not None and self.running not in self.results:
                         return self.running, -1.0, False
                     return None
+                if self.running is None and self._next_index() is None:
+                    return None  # every rule answered (a grandchild may keep the pipe)
                 if self.running is None:
                     # between rules: the child checks the deadline itself before each
                     self.changed.wait(0.05 if self._deadline.at is None else
@@ -277,6 +296,10 @@ def _child_setup() -> None:
     """Stdout to stderr, default SIGINT and SIGTERM, die with the parent."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        os.setpgid(0, 0)  # its own process group, killed as one (a real Ctrl-C still
+    except OSError:       # ends it: the scan kills its workers on the way out)
+        pass
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     try:
