@@ -305,12 +305,17 @@ def _bounded(load: Callable[[list[str]], None], deadline: Deadline | _After | No
         finally:
             done.set()
 
-    faulthandler.dump_traceback_later(remaining + REGISTRATION_GRACE, exit=True)
+    try:
+        faulthandler.dump_traceback_later(remaining + REGISTRATION_GRACE, exit=True)
+        armed = True
+    except (RuntimeError, ValueError, OSError, AttributeError):  # no usable stderr
+        armed = False
     try:
         threading.Thread(target=target, name="aiaudit-plugins", daemon=True).start()
         finished = done.wait(remaining)
     finally:
-        faulthandler.cancel_dump_traceback_later()
+        if armed:
+            faulthandler.cancel_dump_traceback_later()
     if not finished:
         who = progress[-1] if progress else "a third-party plugin"
         raise UsageError(f"{who} did not finish loading within the scan deadline "
