@@ -284,7 +284,10 @@ def _bounded(load: Callable[[list[str]], None], deadline: Deadline | _After | No
     waiting thread run; C code that holds the interpreter lock does not, so a
     :mod:`faulthandler` watchdog (a C thread that needs no lock) ends the process
     :data:`REGISTRATION_GRACE` seconds past the deadline, with the stacks of every thread
-    on stderr and exit status 1.
+    on stderr and exit status 1.  (Plugin code thus runs outside the main thread: one that
+    installs a signal handler while it loads fails to load, a usage error naming it.  The
+    alternative, a watchdog thread that ends the process, would leave no exception for an
+    in-process caller to handle.)
     """
     remaining = None if deadline is None else deadline.remaining()
     if remaining is None:
