@@ -86,6 +86,10 @@ class CheckSpec:
     modes: tuple[str, ...] = ("live", "offline")
     """Scan modes in which the check can say something (shown by ``aiaudit explain``); in
     the other modes the check itself yields a ``skip`` saying why."""
+    origin: str = ""
+    """Who registered the check, filled in by the registry: empty for a built-in check,
+    else the third-party plugin and its distribution (named in error results).  The runner
+    runs a check with an origin in a worker process it can kill at the deadline."""
 
 
 Renderer = Callable[[RunResult, Mapping[str, Any]], str]
@@ -101,6 +105,8 @@ class ReporterSpec:
     """Pure function: the run result and options to the document text."""
     description: str = ""
     extension: str = "txt"
+    origin: str = ""
+    """Who registered the reporter (filled in by the registry; empty for a built-in)."""
 
 
 @record

@@ -532,13 +532,15 @@ def _occupy_closed_std_fds() -> None:
 def cmd_scan(args: argparse.Namespace) -> int:
     """``aiaudit scan``."""
     from aiaudit import plugins
-    from aiaudit.host import Host
+    from aiaudit.host import Deadline, Host
     from aiaudit.runner import ScanOptions, exit_status, scan
 
     started = time.monotonic()
     if not os.path.isdir(args.root):
         raise UsageError(f"--root {args.root}: not a directory")
-    reg = plugins.registry()
+    # the deadline runs from here: loading third-party plugins counts (runner.ScanOptions)
+    deadline = Deadline(args.timeout or (PROLOG_TIMEOUT if args.prolog else DEFAULT_TIMEOUT))
+    reg = plugins.registry(deadline)
     outputs = _parse_outputs(args, reg.reporters)
     rs = _load_ruleset(args.ruleset)
     ids = {r.id for r in rs.rules} | set(rs.disabled)
@@ -552,6 +554,7 @@ def cmd_scan(args: argparse.Namespace) -> int:
     opts = ScanOptions(
         user=user, user_source=user_source, only=tuple(args.only), skip=tuple(args.skip),
         timeout=modes.timeout, fail_on=fail_on, reraise=args.debug, waivers=modes.waivers,
+        deadline=deadline,
         **({"rule_timeout": args.rule_timeout} if args.rule_timeout else {}),
     )
     run = scan(rs, host, opts)

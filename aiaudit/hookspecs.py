@@ -23,14 +23,20 @@ hookspec = pluggy.HookspecMarker(PROJECT)
 def aiaudit_register_checks() -> list[CheckSpec]:
     """Return the check specs this plugin provides.
 
-    A check id is lowercase and dotted (``kernel.sysctl``) and unique across all plugins.
+    A check id is lowercase and dotted (``kernel.sysctl``) and unique across all plugins:
+    registering one that exists (a built-in one included) stops the scan with a usage error
+    naming both plugins.  A third-party plugin's checks run in a worker process that the
+    runner kills at the rule timeout or scan deadline; whatever they raise (``SystemExit``
+    included) or return that is not results is an ``error`` result for their rule only, and
+    what they print goes to stderr.
     """
     raise NotImplementedError
 
 
 @hookspec
 def aiaudit_register_reporters() -> list[ReporterSpec]:
-    """Return the output formats (reporters) this plugin provides."""
+    """Return the output formats (reporters) this plugin provides (names unique across
+    all plugins, built-ins included, as for checks)."""
     raise NotImplementedError
 
 

@@ -18,7 +18,7 @@ import signal
 import stat
 import threading
 import time
-from typing import TYPE_CHECKING, Callable, Iterable, Sequence, TypeVar
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence, TypeVar
 
 from aiaudit.records import record
 
@@ -39,6 +39,22 @@ from aiaudit.errors import (
 DEFAULT_READ_CAP = 4 * 1024 * 1024
 """Largest file read by default (bytes).  Config files are far smaller; a 100 MB
 ``sysctl.conf`` is an error result, not a memory spike."""
+
+CACHE_BUDGET = 16 * 1024 * 1024
+"""Most bytes of file content the Host keeps cached per run.  Past it a file is still read
+(up to its cap) but not kept: many files at the read cap cost their reads, not their sum
+in memory (988 MB before on a hostile tree).  A scan's real files total well under 1 MiB."""
+
+COMMAND_OUTPUT_CAP = 8 * 1024 * 1024
+"""Most bytes of a command's standard output kept (its stderr: 64 KiB).  Output is read
+as it comes; past the cap the command is killed and the rule gets an ``error`` result."""
+
+MAX_PENDING_LSTATS = 4096
+"""Most ``lstat`` results kept for a read that may follow (a walk that only asks whether
+100,000 files exist must not keep 100,000 of them)."""
+
+MAX_CACHED_GLOBS = 4096
+"""Most glob patterns whose results :meth:`Host.glob` keeps for the run."""
 
 MAX_SYMLINKS = 40
 """Same bound as the kernel's ``MAXSYMLINKS``: more hops is a loop (ELOOP)."""
@@ -126,6 +142,9 @@ class Host:
         self.deadline = deadline or Deadline(None)
         self._lock = threading.Lock()
         self._bytes: dict[str, bytes | HostError] = {}
+        self._cached = 0
+        self._globs: dict[str, tuple[str, ...]] = {}
+        """Bytes of content in ``_bytes`` (bounded by :data:`CACHE_BUDGET`)."""
         self._resolved: dict[str, str | HostError] = {}
         self._memo: dict[object, object] = {}
         self._prefixes: dict[str, str] = {}
@@ -133,6 +152,11 @@ class Host:
         self._real_prefix = "" if self.is_real_root else self.root
         self.reads = 0
         """Number of files actually opened (cache misses); for tests and benchmarks."""
+
+    def after_fork(self) -> None:
+        """In a forked child (:mod:`aiaudit.worker`): a new lock, since a thread of the
+        parent may have held the old one at the fork."""
+        self._lock = threading.Lock()
 
     # ------------------------------------------------------------------ memo
     def memo(self, key: object, factory: Callable[[], T]) -> T:
@@ -290,7 +314,7 @@ class Host:
                 return None
             if stat.S_ISDIR(st.st_mode):
                 prefixes[path] = cand
-            else:  # for the read that follows (a directory is never read)
+            elif len(self._lstats) < MAX_PENDING_LSTATS:  # for the read that follows
                 self._lstats[cand] = st
             return cand
         names: list[str] = []
@@ -329,7 +353,7 @@ class Host:
                 prefixes[head] = cand
         if stat.S_ISDIR(st.st_mode):
             prefixes[path] = base
-        else:
+        elif len(self._lstats) < MAX_PENDING_LSTATS:
             self._lstats[base] = st
         return base
 
@@ -451,7 +475,18 @@ class Host:
 
     def glob(self, pattern: str) -> list[str]:
         """Host paths matching a shell glob (``*?[``, per component, no dotfiles for
-        wildcards), sorted bytewise.  Symlinks inside the root are followed."""
+        wildcards), sorted bytewise.  Symlinks inside the root are followed.  Results are
+        cached for the run (up to :data:`MAX_CACHED_GLOBS` patterns): a configuration that
+        includes the same pattern 100,000 times walks it once."""
+        hit = self._globs.get(pattern)
+        if hit is not None:
+            return list(hit)
+        out = self._glob(pattern)
+        if len(self._globs) < MAX_CACHED_GLOBS:
+            self._globs[pattern] = tuple(out)
+        return out
+
+    def _glob(self, pattern: str) -> list[str]:
         parts = _norm(pattern)
         paths = ["/"]
         for i, part in enumerate(parts):
@@ -500,9 +535,19 @@ class Host:
             with self._lock:
                 self._bytes[key] = exc
             raise
-        with self._lock:
-            self._bytes[key] = data
+        self._keep(key, data)
         return data
+
+    def _keep(self, key: str, data: bytes) -> None:
+        """Cache ``data`` for ``key`` while the cache is within :data:`CACHE_BUDGET`."""
+        with self._lock:
+            old = self._bytes.get(key)
+            if isinstance(old, bytes):
+                self._cached -= len(old)
+                del self._bytes[key]
+            if self._cached + len(data) <= CACHE_BUDGET:
+                self._bytes[key] = data
+                self._cached += len(data)
 
     def _read(self, path: str, limit: int) -> bytes:
         # the fast walk first, uncached: read_bytes caches the content itself
@@ -567,6 +612,76 @@ class Host:
         finally:
             os.close(fd)
 
+    def _open_checked(self, path: str) -> tuple[int, os.stat_result]:
+        """An open descriptor of regular file ``path`` (resolved inside the root, not
+        following a last symlink, not blocking) and its ``fstat``; the caller closes it."""
+        self._check_live(path)
+        real = self.real(self.resolve(path))
+        try:
+            fd = os.open(real, _O_FLAGS)
+        except FileNotFoundError:
+            raise NotFound(f"{path}: no such file or directory") from None
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise HostError(f"{path}: changed into a symlink while reading") from None
+            raise HostError(f"{path}: {exc.strerror}") from None
+        self.reads += 1
+        try:
+            st = os.fstat(fd)
+        except OSError as exc:
+            os.close(fd)
+            raise HostError(f"{path}: {exc.strerror}") from None
+        if not stat.S_ISREG(st.st_mode):
+            os.close(fd)
+            raise NotRegularFile(f"{path}: not a regular file ({_kind(st.st_mode)})")
+        return fd, st
+
+    def read_range(self, path: str, offset: int, size: int) -> bytes:
+        """At most ``size`` bytes of regular file ``path`` from ``offset`` (fewer at its
+        end), read and never cached: a part of a big file (an ELF section of a kernel
+        module) costs its own size in memory, not the file's."""
+        if offset < 0 or size < 0:
+            raise HostError(f"{path}: negative offset or size")
+        fd, _st = self._open_checked(path)
+        try:
+            chunks = []
+            while size > 0:
+                try:
+                    chunk = os.pread(fd, min(size, 1 << 20), offset)
+                except OSError as exc:
+                    raise HostError(f"{path}: {exc.strerror}") from None
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                offset += len(chunk)
+                size -= len(chunk)
+            return b"".join(chunks)
+        finally:
+            os.close(fd)
+
+    def read_chunks(self, path: str, *, cap: int, chunk: int = 1 << 20) -> Iterator[bytes]:
+        """Regular file ``path`` as successive chunks of at most ``chunk`` bytes, never
+        cached (a compressed module streamed through its decompressor); more than ``cap``
+        bytes in all raises :class:`TooLarge` (checked on the size first)."""
+        fd, st = self._open_checked(path)
+        try:
+            if st.st_size > cap:
+                raise TooLarge(f"{path}: {st.st_size} bytes, over the {cap}-byte read cap")
+            total = 0
+            while True:
+                try:
+                    data = os.read(fd, chunk)
+                except OSError as exc:
+                    raise HostError(f"{path}: {exc.strerror}") from None
+                if not data:
+                    return
+                total += len(data)
+                if total > cap:
+                    raise TooLarge(f"{path}: over the {cap}-byte read cap")
+                yield data
+        finally:
+            os.close(fd)
+
     def read_many(self, paths: Iterable[str], *, cap: int | None = None
                   ) -> list[bytes | HostError]:
         """What :meth:`read_bytes` gives for each of ``paths``, the error in place of the
@@ -615,7 +730,13 @@ class Host:
                     except HostError as exc:
                         got = exc
             if got is not None:
-                cache[path] = got    # one dict store: atomic, no lock needed
+                # one dict store: atomic, no lock needed (a file of a batch is new here;
+                # the byte count may be off by a file if a stuck thread reads meanwhile)
+                if not isinstance(got, bytes):
+                    cache[path] = got
+                elif self._cached + len(got) <= CACHE_BUDGET:
+                    cache[path] = got
+                    self._cached += len(got)
                 add(got)
                 continue
             try:
@@ -672,16 +793,71 @@ class Host:
         except OSError as exc:
             raise CommandError(f"{argv[0]}: {exc.strerror}") from None
         try:
-            out, err = proc.communicate(timeout=limit)
-        except subprocess.TimeoutExpired:
+            out, err = _collect(proc, limit, COMMAND_OUTPUT_CAP, STDERR_CAP)
+        except _OutputTooLarge:
+            _kill_group(proc)
+            raise CommandError(f"{' '.join(argv)}: output over the {COMMAND_OUTPUT_CAP}-"
+                               "byte cap: the command was stopped") from None
+        except TimeoutError:
             _kill_group(proc)
             raise CommandError(f"{' '.join(argv)}: timed out after {limit:.1f}s") from None
         return CommandResult(
             tuple(argv),
             proc.returncode,
-            out[: self.read_cap].decode("utf-8", errors="replace"),
-            err[:65536].decode("utf-8", errors="replace"),
+            out.decode("utf-8", errors="replace"),
+            err.decode("utf-8", errors="replace"),
         )
+
+
+STDERR_CAP = 65536
+"""Most bytes of a command's stderr kept (the rest is read and dropped)."""
+
+
+class _OutputTooLarge(Exception):
+    """A command wrote more than the output cap to its stdout."""
+
+
+def _collect(proc: subprocess.Popen[bytes], timeout: float, out_cap: int, err_cap: int
+             ) -> tuple[bytes, bytes]:
+    """Read ``proc``'s stdout and stderr as they come (``select``), keeping at most
+    ``out_cap`` bytes of stdout (more raises :class:`_OutputTooLarge`: nothing past the
+    cap is ever held) and the first ``err_cap`` bytes of stderr; wait for its exit.
+    Raises :class:`TimeoutError` at ``timeout`` seconds."""
+    import selectors
+    import subprocess
+
+    end = time.monotonic() + timeout
+    assert proc.stdout is not None and proc.stderr is not None
+    out, err = bytearray(), bytearray()
+    sel = selectors.DefaultSelector()
+    try:
+        sel.register(proc.stdout, selectors.EVENT_READ, out)
+        sel.register(proc.stderr, selectors.EVENT_READ, err)
+        while sel.get_map():
+            left = end - time.monotonic()
+            if left <= 0:
+                raise TimeoutError
+            for key, _ in sel.select(left):
+                data = os.read(key.fd, 65536)
+                if not data:
+                    sel.unregister(key.fileobj)
+                    continue
+                buf = key.data
+                if buf is out:
+                    if len(out) + len(data) > out_cap:
+                        raise _OutputTooLarge
+                    out += data
+                elif len(err) < err_cap:
+                    err += data[:err_cap - len(err)]
+    finally:
+        sel.close()
+        proc.stdout.close()
+        proc.stderr.close()
+    try:
+        proc.wait(max(0.0, end - time.monotonic()))
+    except subprocess.TimeoutExpired:  # output closed, process still there
+        raise TimeoutError from None
+    return bytes(out), bytes(err)
 
 
 def _nul_path(path: str) -> NotFound:

@@ -7,9 +7,11 @@ the modules named by third-party ``aiaudit`` entry points are.  Nothing happens 
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+from dataclasses import replace
 from types import ModuleType
-from typing import Any, Iterable, Iterator, Mapping, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, TypeVar
 
 import pluggy
 
@@ -17,6 +19,9 @@ from aiaudit import hookspecs
 from aiaudit.api import CheckSpec, ReporterSpec, RulesetSource
 from aiaudit.errors import UsageError
 from aiaudit.records import record
+
+if TYPE_CHECKING:
+    from aiaudit.host import Deadline
 
 ENTRY_POINT_GROUP = "aiaudit"
 BUILTIN_PACKAGES = ("aiaudit.checks", "aiaudit.reporters")
@@ -75,12 +80,41 @@ class LazyTable(Mapping[str, T]):
         return len(self._loaded)
 
 
+@record
+class EntryPoint:
+    """One ``aiaudit`` entry point of an installed distribution."""
+
+    name: str
+    target: str
+    """``module`` or ``module:attr``."""
+    dist: str = ""
+    """The distribution that declares it (``aiaudit-demo-plugin 0.1``), as its
+    ``.dist-info`` folder names it."""
+
+    def describe(self) -> str:
+        """How messages name this plugin: its distribution and entry point."""
+        dist = f"distribution {self.dist}" if self.dist else "an unnamed distribution"
+        return f"plugin {self.name!r} ({dist}, entry point {self.name} = {self.target})"
+
+
+BUILTIN_ORIGIN = "aiaudit (built-in)"
+"""How messages name the built-in plugins."""
+
+
 class _Loader:
     """Registers plugin modules with pluggy, one at a time, and indexes what their
     registration hooks return.  Third-party entry points are registered at once (their
-    ids are unknown until then); built-in check and reporter modules on first use."""
+    ids are unknown until then); built-in check and reporter modules on first use.
 
-    def __init__(self, entry_points: bool = True, extra: Iterable[object] = ()) -> None:
+    A check id or reporter name registered twice is a :class:`UsageError` naming both
+    plugins, whichever comes first: a third-party plugin can neither replace a built-in
+    check (the manifest knows every built-in id before its module is imported) nor another
+    plugin's.  While third-party plugins load, anything they print goes to stderr (stdout
+    carries the report), and with a ``deadline`` a plugin whose import or registration
+    does not return in time is a :class:`UsageError` too (see :func:`_bounded`)."""
+
+    def __init__(self, entry_points: bool = True, extra: Iterable[object] = (),
+                 deadline: Deadline | _After | None = None) -> None:
         from aiaudit.manifest import BUILTIN_CHECKS, BUILTIN_REPORTERS
 
         self.pm = _PluginManager(hookspecs.PROJECT)
@@ -88,26 +122,49 @@ class _Loader:
         self.checks: dict[str, CheckSpec] = {}
         self.reporters: dict[str, ReporterSpec] = {}
         self.rulesets: dict[str, RulesetSource] = {}
+        self.owners: dict[tuple[str, str], str] = {}
+        """(``check``/``reporter``, id) -> who registered it (for the duplicate message)."""
+        self.builtin = {"check": BUILTIN_CHECKS, "reporter": BUILTIN_REPORTERS}
         self.all_loaded = False
         for name in BUILTIN_MODULES:
             self.load_module(name)
-        for i, obj in enumerate(extra):
-            self.register(obj, f"extra-{i}")
+        third: list[tuple[object, str, str] | EntryPoint] = [
+            (obj, f"extra-{i}", f"plugin object extra-{i} ({_module_name(obj)})")
+            for i, obj in enumerate(extra)]
         if entry_points:
-            for name, target in find_entry_points(ENTRY_POINT_GROUP):
-                if self.pm.get_plugin(name) is not None or self.pm.is_blocked(name):
-                    continue
-                try:
-                    mod = _load_target(target)
-                except Exception as exc:  # a broken third-party plugin is a usage problem
-                    raise UsageError(
-                        f"could not load '{ENTRY_POINT_GROUP}' plugin {name} ({target}): {exc}"
-                    ) from exc
-                self.register(mod, name)
+            third += find_entry_points(ENTRY_POINT_GROUP)
+        if third:
+            _bounded(lambda progress: self._load_third_party(third, progress), deadline)
         self.registry = Registry(LazyTable(self.checks, BUILTIN_CHECKS, self),
                                  LazyTable(self.reporters, BUILTIN_REPORTERS, self),
                                  self.rulesets,
                                  tuple(n for n, _ in self.pm.list_name_plugin()))
+
+    def _load_third_party(self, plugins: list[tuple[object, str, str] | EntryPoint],
+                          progress: list[str]) -> None:
+        """Import and register every third-party plugin, stdout sent to stderr."""
+
+        with _stdout_to_stderr():
+            for item in plugins:
+                if isinstance(item, EntryPoint):
+                    if self.pm.get_plugin(item.name) is not None or \
+                            self.pm.is_blocked(item.name):
+                        continue
+                    who = item.describe()
+                    progress.append(who)
+                    try:
+                        mod = _load_target(item.target)
+                    except Exception as exc:  # a broken third-party plugin: a usage problem
+                        raise UsageError(f"could not load {who}: "
+                                         f"{type(exc).__name__}: {exc}") from exc
+                    except BaseException as exc:  # sys.exit() or the like at import
+                        raise UsageError(f"could not load {who}: it raised "
+                                         f"{type(exc).__name__} on import") from None
+                    self.register(mod, item.name, who)
+                else:
+                    obj, name, who = item
+                    progress.append(who)
+                    self.register(obj, name, who)
 
     def load_module(self, name: str) -> None:
         """Import built-in module ``name`` and register it (once)."""
@@ -122,27 +179,152 @@ class _Loader:
                 if self.pm.get_plugin(mod.__name__) is None:
                     self.register(mod, mod.__name__)
 
-    def register(self, mod: object, name: str) -> None:
+    def register(self, mod: object, name: str, origin: str = "") -> None:
         """Register ``mod`` with pluggy and index the specs its hook implementations
-        return (a duplicate check id or reporter name is an error)."""
+        return.  ``origin`` names a third-party plugin (empty for a built-in module): it is
+        stamped on its specs, so that the runner isolates its checks and error results
+        name it.  A duplicate check id or reporter name is a :class:`UsageError`."""
         self.pm.register(mod, name=name)
         hook = self.pm.hook
+        who = origin or f"{BUILTIN_ORIGIN} module {name}"
         for impl in hook.aiaudit_register_checks.get_hookimpls():
             if impl.plugin is mod:
-                for spec in impl.function():
-                    if spec.id in self.checks:
-                        raise UsageError(f"two plugins register check {spec.id!r}")
-                    self.checks[spec.id] = spec
+                for spec in self._call(impl.function, origin, "checks"):
+                    if not isinstance(spec, CheckSpec):
+                        raise UsageError(f"{who} registered {type(spec).__name__} "
+                                         "as a check (a CheckSpec was expected)")
+                    self._claim("check", spec.id, who, origin)
+                    self.checks[spec.id] = replace(spec, origin=origin) if origin else spec
         for impl in hook.aiaudit_register_reporters.get_hookimpls():
             if impl.plugin is mod:
-                for rep in impl.function():
-                    if rep.name in self.reporters:
-                        raise UsageError(f"two plugins register reporter {rep.name!r}")
-                    self.reporters[rep.name] = rep
+                for rep in self._call(impl.function, origin, "reporters"):
+                    if not isinstance(rep, ReporterSpec):
+                        raise UsageError(f"{who} registered {type(rep).__name__} "
+                                         "as a reporter (a ReporterSpec was expected)")
+                    self._claim("reporter", rep.name, who, origin)
+                    self.reporters[rep.name] = replace(rep, origin=origin) if origin else rep
         for impl in hook.aiaudit_register_rulesets.get_hookimpls():
             if impl.plugin is mod:
-                for src in impl.function():
+                for src in self._call(impl.function, origin, "rulesets"):
                     self.rulesets.setdefault(src.name, src)  # the first (built-in) wins
+
+    @staticmethod
+    def _call(function: Any, origin: str, what: str) -> list[Any]:
+        """The list a registration hook returns; a third-party hook that raises (even
+        ``SystemExit``) or returns something else than a list is a :class:`UsageError`
+        naming the plugin."""
+        if not origin:
+            return list(function())
+        try:
+            got = function()
+            return list(got)
+        except Exception as exc:
+            raise UsageError(f"{origin}: registering its {what} failed: "
+                             f"{type(exc).__name__}: {exc}") from exc
+        except BaseException as exc:  # SystemExit, KeyboardInterrupt from plugin code
+            raise UsageError(f"{origin}: registering its {what} raised "
+                             f"{type(exc).__name__}") from None
+
+    def _claim(self, kind: str, key: str, who: str, origin: str) -> None:
+        """Record that ``who`` registers ``kind`` ``key``; a second registration of the
+        same key (or a third-party one of a built-in key not imported yet) is an error."""
+        first = self.owners.get((kind, key))
+        if first is None and origin and key in self.builtin[kind]:
+            first = f"{BUILTIN_ORIGIN} module {self.builtin[kind][key]}"
+        if first is not None:
+            raise UsageError(
+                f"{kind} {key!r} is registered twice: by {first} and by {who}; "
+                f"a {kind} {'id' if kind == 'check' else 'name'} must be unique "
+                "(uninstall or fix one of them)")
+        self.owners[(kind, key)] = who
+
+
+@contextlib.contextmanager
+def _stdout_to_stderr() -> Iterator[None]:
+    """Send what is written to stdout, through ``sys.stdout`` or file descriptor 1, to
+    stderr for the duration (stdout carries only the report)."""
+    import os
+    import sys
+
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            stream.flush()
+    try:
+        saved = os.dup(1)
+        os.dup2(2, 1)
+    except OSError:  # no stdout or stderr descriptor: sys.stdout only
+        saved = -1
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            sys.stderr.flush()
+        if saved >= 0:
+            os.dup2(saved, 1)
+            os.close(saved)
+
+
+def _module_name(obj: object) -> str:
+    return getattr(obj, "__name__", None) or type(obj).__module__ + "." + type(obj).__name__
+
+
+REGISTRATION_GRACE = 5.0
+"""Seconds past the deadline after which a registration that holds the interpreter lock
+(C code that never lets the waiting thread run) ends the process (see :func:`_bounded`)."""
+
+
+def _bounded(load: Callable[[list[str]], None], deadline: Deadline | _After | None) -> None:
+    """Run ``load`` (third-party plugin registration) within ``deadline``.
+
+    Without a deadline ``load`` runs here.  With one it runs in a daemon thread while this
+    one waits; at the deadline the wait ends with a :class:`UsageError` naming the plugin
+    that was loading (``load`` appends each to ``progress``), and the stuck thread is left
+    behind (the CLI exits without joining it).  Python code that sleeps or loops lets the
+    waiting thread run; C code that holds the interpreter lock does not, so a
+    :mod:`faulthandler` watchdog (a C thread that needs no lock) ends the process
+    :data:`REGISTRATION_GRACE` seconds past the deadline, with the stacks of every thread
+    on stderr and exit status 1.  (Plugin code thus runs outside the main thread: one that
+    installs a signal handler while it loads fails to load, a usage error naming it.  The
+    alternative, a watchdog thread that ends the process, would leave no exception for an
+    in-process caller to handle.)
+    """
+    remaining = None if deadline is None else deadline.remaining()
+    if remaining is None:
+        load([])
+        return
+    import faulthandler
+    import threading
+
+    progress: list[str] = []
+    failure: list[BaseException] = []
+    done = threading.Event()
+
+    def target() -> None:
+        try:
+            load(progress)
+        except BaseException as exc:  # handed to the waiting thread
+            failure.append(exc)
+        finally:
+            done.set()
+
+    try:
+        faulthandler.dump_traceback_later(remaining + REGISTRATION_GRACE, exit=True)
+        armed = True
+    except (RuntimeError, ValueError, OSError, AttributeError):  # no usable stderr
+        armed = False
+    try:
+        threading.Thread(target=target, name="aiaudit-plugins", daemon=True).start()
+        finished = done.wait(remaining)
+    finally:
+        if armed:
+            faulthandler.cancel_dump_traceback_later()
+    if not finished:
+        who = progress[-1] if progress else "a third-party plugin"
+        raise UsageError(f"{who} did not finish loading within the scan deadline "
+                         f"({remaining:.1f}s left): nothing was scanned")
+    if failure:
+        raise failure[0]
 
 
 class _PluginManager(pluggy.PluginManager):
@@ -177,9 +359,8 @@ def builtin_modules() -> list[ModuleType]:
     return mods
 
 
-def find_entry_points(group: str) -> list[tuple[str, str]]:
-    """``(name, "module:attr")`` for every entry point in ``group`` of the distributions
-    on ``sys.path``.
+def find_entry_points(group: str) -> list[EntryPoint]:
+    """Every entry point in ``group`` of the distributions on ``sys.path``.
 
     Reads ``*.dist-info/entry_points.txt`` (and ``*.egg-info``) directly: the same files
     :mod:`importlib.metadata` reads, without importing it (it pulls in the email package,
@@ -190,7 +371,7 @@ def find_entry_points(group: str) -> list[tuple[str, str]]:
     import sys
 
     seen: set[str] = set()
-    out: list[tuple[str, str]] = []
+    out: list[EntryPoint] = []
     for entry in sys.path:
         try:
             names = os.listdir(entry or ".")
@@ -209,8 +390,36 @@ def find_entry_points(group: str) -> list[tuple[str, str]]:
                     text = fh.read()
             except OSError:
                 continue
-            out += _parse_entry_points(text, group)
+            found = _parse_entry_points(text, group)
+            if found:
+                label = _dist_label(os.path.join(entry or ".", dist))
+                out += [EntryPoint(name, target, label) for name, target in found]
     return out
+
+
+def _dist_label(folder: str) -> str:
+    """``Name Version`` of the distribution whose metadata folder is ``folder`` (from its
+    ``METADATA`` / ``PKG-INFO``, else the folder's name)."""
+    import os
+
+    stem = os.path.basename(folder).rsplit(".", 1)[0]
+    name, _, version = stem.partition("-")
+    for meta in ("METADATA", "PKG-INFO"):
+        try:
+            with open(os.path.join(folder, meta), encoding="utf-8", errors="replace") as fh:
+                head = fh.read(4096)
+        except OSError:
+            continue
+        for line in head.splitlines():
+            if not line.strip():
+                break  # the headers end at the first blank line
+            key, _, value = line.partition(":")
+            if key.lower() == "name" and value.strip():
+                name = value.strip()
+            elif key.lower() == "version" and value.strip():
+                version = value.strip()
+        break
+    return f"{name} {version}".strip()
 
 
 def _parse_entry_points(text: str, group: str) -> list[tuple[str, str]]:
@@ -243,16 +452,38 @@ def _load_target(target: str) -> object:
 _REGISTRY: Registry | None = None
 
 
-def build_registry(*, entry_points: bool = True, extra: Iterable[object] = ()) -> Registry:
-    """A new registry: built-ins (imported lazily), ``extra`` plugin objects and, unless
-    ``entry_points`` is false, the third-party ``aiaudit`` entry points."""
-    return _Loader(entry_points, extra).registry
+def build_registry(*, entry_points: bool = True, extra: Iterable[object] = (),
+                   deadline: Deadline | _After | None = None) -> Registry:
+    """A new registry: built-ins (imported lazily), ``extra`` plugin objects (treated as
+    third-party plugins) and, unless ``entry_points`` is false, the third-party
+    ``aiaudit`` entry points, loaded within ``deadline`` when given."""
+    return _Loader(entry_points, extra, deadline).registry
 
 
-def registry() -> Registry:
-    """The process-wide registry (built once, on first use; built-in check and reporter
+class _After:
+    """A deadline ``seconds`` from now, without importing :mod:`aiaudit.host`."""
+
+    def __init__(self, seconds: float) -> None:
+        import time
+
+        self._time = time.monotonic
+        self.at = time.monotonic() + seconds
+
+    def remaining(self) -> float:
+        """Seconds left (never negative)."""
+        return max(0.0, self.at - self._time())
+
+
+REGISTRATION_TIMEOUT = 60.0
+"""Seconds third-party plugins may take to register when the command has no deadline
+(``aiaudit rules``, ``explain``, ``validate``, ``render``)."""
+
+
+def registry(deadline: Deadline | None = None) -> Registry:
+    """The process-wide registry (built once, on first use, its third-party plugins
+    within ``deadline``, else :data:`REGISTRATION_TIMEOUT`; built-in check and reporter
     modules are imported when a rule or format first needs them)."""
     global _REGISTRY
     if _REGISTRY is None:
-        _REGISTRY = build_registry()
+        _REGISTRY = build_registry(deadline=deadline or _After(REGISTRATION_TIMEOUT))
     return _REGISTRY

@@ -13,7 +13,7 @@ import os
 import threading
 import time
 from dataclasses import field, replace
-from typing import Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from aiaudit import __version__
 from aiaudit.api import CheckContext
@@ -30,6 +30,9 @@ from aiaudit.model import (
 )
 from aiaudit.records import record
 from aiaudit.ruleset import Rule, Ruleset
+
+if TYPE_CHECKING:
+    from aiaudit.worker import Worker
 
 DEFAULT_RULE_TIMEOUT = 20.0
 """Seconds one rule may take before it is abandoned with an error result."""
@@ -53,6 +56,9 @@ class ScanOptions:
     """Re-raise unexpected check exceptions (tests and ``--debug``)."""
     today: str | None = None
     """Date used for waiver expiry (``YYYY-MM-DD``); today in UTC when ``None``."""
+    deadline: Deadline | None = None
+    """The scan deadline if it is already running (the CLI starts it before loading
+    plugins, so that their registration counts); else ``timeout`` from the scan's start."""
 
 
 def select_rules(ruleset: Ruleset, only: Sequence[str], skip: Sequence[str]) -> list[Rule]:
@@ -72,10 +78,38 @@ def error_result(message: str, subject: str = "-") -> Result:
     return Result(status=Status.ERROR, subject=subject, message=message)
 
 
+MAX_RESULTS = 10_000
+"""Most results one rule may give (more is an ``error`` result: a check that yields
+forever must not fill the scan's memory)."""
+
+
+def _who(rule: Rule) -> str:
+    """The check, and for a third-party check its plugin, as error results name it."""
+    origin = rule.check.origin
+    return f"check {rule.check.id}" + (f" of {origin}" if origin else "")
+
+
 def run_rule(rule: Rule, ctx: CheckContext, *, reraise: bool = False) -> list[Result]:
-    """Run one rule's check synchronously; exceptions become one ``error`` result."""
+    """Run one rule's check synchronously; whatever it raises or returns that is not
+    results becomes one ``error`` result naming the check (and its plugin).
+
+    ``SystemExit`` (``sys.exit``), ``KeyboardInterrupt`` and ``GeneratorExit`` raised by
+    a check are the check's failure, not the scan's: rules run in worker threads or the
+    worker process (:mod:`aiaudit.worker`), where a real Ctrl-C is never delivered as an
+    exception (the main thread gets it; the worker process dies of it)."""
     try:
-        results = list(rule.check.run(ctx))
+        got = rule.check.run(ctx)
+        try:
+            items = iter(got)
+        except TypeError:
+            return [error_result(f"{_who(rule)} returned {type(got).__name__}, not an "
+                                 "iterable of results")]
+        results = []
+        for r in items:
+            results.append(r)
+            if len(results) > MAX_RESULTS:
+                return [error_result(f"{_who(rule)} gave more than {MAX_RESULTS} "
+                                     "results: stopped")]
     except (HostError, ParseError) as exc:
         return [error_result(str(exc))]
     except AuditError as exc:
@@ -83,14 +117,30 @@ def run_rule(rule: Rule, ctx: CheckContext, *, reraise: bool = False) -> list[Re
     except Exception as exc:
         if reraise:
             raise
-        return [error_result(f"internal error in check {rule.check.id}: "
+        return [error_result(f"internal error in {_who(rule)}: "
                              f"{type(exc).__name__}: {exc}")]
+    except (SystemExit, KeyboardInterrupt, GeneratorExit) as exc:
+        what = "called sys.exit" if isinstance(exc, SystemExit) else "raised"
+        return [error_result(f"{_who(rule)} {what} ({type(exc).__name__}"
+                             + (f": {exc}" if str(exc) else "") + "): its rule is not "
+                             "evaluated, the scan goes on")]
     if not results:
-        return [error_result(f"check {rule.check.id} produced no result")]
+        return [error_result(f"{_who(rule)} produced no result")]
     bad = [r for r in results if not isinstance(r, Result) or r.status is Status.WAIVED]
     if bad:
-        return [error_result(f"check {rule.check.id} returned an invalid result: {bad[0]!r}")]
+        return [error_result(f"{_who(rule)} returned an invalid result: "
+                             f"{_short_repr(bad[0])}")]
     return results
+
+
+def _short_repr(obj: object, limit: int = 200) -> str:
+    try:
+        text = repr(obj)
+    except Exception as exc:  # a hostile __repr__
+        text = f"<{type(obj).__name__}: repr raised {type(exc).__name__}>"
+    except BaseException:
+        text = f"<{type(obj).__name__}>"
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 class _Batch:
@@ -234,7 +284,7 @@ def scan(ruleset: Ruleset, host: Host, options: ScanOptions,
 
     started_wall = time.gmtime()  # UTC, as struct_time: no datetime import
     t0 = time.monotonic()
-    deadline = Deadline(options.timeout)
+    deadline = options.deadline or Deadline(options.timeout)
     host.deadline = deadline
     rules = select_rules(ruleset, options.only, options.skip)
     findings: list[Finding] = []
@@ -247,30 +297,27 @@ def scan(ruleset: Ruleset, host: Host, options: ScanOptions,
 
     results: dict[int, list[Result]] = {}
     durations: dict[int, float] = {}
-    first = 0
-    while first < len(rules):
-        batch = _Batch(rules, first, make_ctx, deadline, options.rule_timeout, options.reraise)
-        overrun = batch.watch()
-        if batch.error is not None:
-            raise batch.error
-        with batch.lock:
-            results.update(batch.results)
-            durations.update(batch.durations)
-        if overrun is None:
-            if batch.deadline_at is not None:
-                missed = rules[batch.deadline_at:]
-                notices.append(f"scan deadline of {options.timeout:g}s reached; "
-                               f"{len(missed)} rule(s) not evaluated")
-                for k in range(batch.deadline_at, len(rules)):
-                    results[k] = [error_result(
-                        f"not evaluated: scan deadline of {options.timeout:g}s reached")]
-            break
-        index, budget, capped = overrun
-        why = "scan deadline" if capped else "rule timeout"
-        results[index] = [error_result(f"not evaluated: {why} of {budget:.1f}s reached while "
-                                       f"the check was running (a read or command hung?)")]
-        durations[index] = budget
-        first = index + 1
+    missed = 0
+    isolated = [i for i, r in enumerate(rules) if r.check.origin]
+    workers: list[Worker] = []
+    if isolated:  # forked before the rule threads start: the child inherits no thread
+        from aiaudit.worker import Worker
+
+        workers.append(Worker(rules, isolated, make_ctx, run_rule, deadline,
+                              options.rule_timeout, host.after_fork))
+    try:
+        local = [i for i, r in enumerate(rules) if not r.check.origin]
+        missed += _run_local(rules, local, make_ctx, deadline, options, results,
+                              durations)
+        if workers:
+            missed += _run_isolated(workers, rules, make_ctx, deadline, options, results,
+                                    host.after_fork)
+    finally:
+        for w in workers:  # none outlives the scan (each is reaped by its reader)
+            w.kill()
+    if missed:
+        notices.append(f"scan deadline of {options.timeout or 0:g}s reached; "
+                       f"{missed} rule(s) not evaluated")
     for k, rule in enumerate(rules):
         findings.extend(_finding(rule, r) for r in results.get(k, ()))
     info = (host_info or default_host_info)(host)
@@ -296,6 +343,98 @@ def scan(ruleset: Ruleset, host: Host, options: ScanOptions,
         rule_durations={r.id: round(durations[k], 6) for k, r in enumerate(rules)
                         if k in durations},
     )
+
+
+def _deadline_error(options: ScanOptions) -> Result:
+    return error_result(f"not evaluated: scan deadline of {options.timeout or 0:g}s reached")
+
+
+def _overrun_error(budget: float, capped: bool) -> Result:
+    why = "scan deadline" if capped else "rule timeout"
+    return error_result(f"not evaluated: {why} of {budget:.1f}s reached while "
+                        f"the check was running (a read or command hung?)")
+
+
+def _run_local(rules: Sequence[Rule], indices: Sequence[int],
+               make_ctx: Callable[[Rule], CheckContext], deadline: Deadline,
+               options: ScanOptions, results: dict[int, list[Result]],
+               durations: dict[int, float]) -> int:
+    """Run ``rules[i]`` for ``i`` in ``indices`` in thread batches (built-in checks) into
+    ``results`` (and their run times into ``durations``); return how many the scan deadline
+    left unevaluated."""
+    sub = [rules[i] for i in indices]
+    first = 0
+    while first < len(sub):
+        batch = _Batch(sub, first, make_ctx, deadline, options.rule_timeout, options.reraise)
+        overrun = batch.watch()
+        if batch.error is not None:
+            raise batch.error
+        with batch.lock:
+            results.update((indices[k], v) for k, v in batch.results.items())
+            durations.update((indices[k], v) for k, v in batch.durations.items())
+        if overrun is None:
+            if batch.deadline_at is not None:
+                for k in range(batch.deadline_at, len(sub)):
+                    results[indices[k]] = [_deadline_error(options)]
+                return len(sub) - batch.deadline_at
+            break
+        index, budget, capped = overrun
+        results[indices[index]] = [_overrun_error(budget, capped)]
+        durations[indices[index]] = budget
+        first = index + 1
+    return 0
+
+
+def _run_isolated(workers: list[Worker], rules: Sequence[Rule],
+                  make_ctx: Callable[[Rule], CheckContext], deadline: Deadline,
+                  options: ScanOptions, results: dict[int, list[Result]],
+                  after_fork: Callable[[], None]) -> int:
+    """Watch ``workers[-1]`` (third-party checks in a child process) into ``results``: a
+    rule that overruns its budget gets an error result, the child is killed and a new one
+    (appended to ``workers``) runs the rules after it; return how many the scan deadline
+    left unevaluated."""
+    from aiaudit.worker import Worker
+
+    worker = workers[-1]
+    while True:
+        overrun = worker.watch()
+        if overrun is not None and overrun[1] >= 0:
+            worker.wait_ended()
+        with worker.lock:
+            results.update(worker.results)
+            deadline_at = worker.deadline_at
+        if overrun is None:
+            if deadline_at is None:
+                lost = [i for i in worker.indices if i not in results]
+                if lost:  # the child ended between rules: its rules are not evaluated
+                    why = worker.describe_end()
+                    for i in lost:
+                        results[i] = [error_result(f"not evaluated: {why}")]
+                return 0
+            rest = [i for i in worker.indices if i >= deadline_at and i not in results]
+            for i in rest:
+                results[i] = [_deadline_error(options)]
+            return len(rest)
+        index, budget, capped = overrun
+        if capped and budget <= 0:  # the deadline passed between two rules
+            results[index] = [_deadline_error(options)]
+        elif budget < 0:
+            results[index] = [error_result(
+                f"{_who(rules[index])}: {worker.describe_end()} while the check was "
+                "running; its rule is not evaluated")]
+        else:
+            results[index] = [error_result(f"{_who(rules[index])}: "
+                                           + _overrun_error(budget, capped).message)]
+        rest = worker.pending_after(index)
+        if not rest:
+            return 0
+        if deadline.expired():
+            for i in rest:
+                results[i] = [_deadline_error(options)]
+            return len(rest)
+        worker = Worker(rules, rest, make_ctx, run_rule, deadline, options.rule_timeout,
+                        after_fork)
+        workers.append(worker)
 
 
 def random_uuid() -> str:

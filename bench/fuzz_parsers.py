@@ -15,8 +15,15 @@ after a few line prefixes): regular expressions that backtrack quadratically and
 too long for ``int()`` show up there, not in random text.  A parser fails when it raises
 anything but ParseError or takes more than ``--limit`` seconds on one input.
 
+``--trees`` builds each hostile host tree of ``tests/hostile_trees.py`` (kernel modules at
+their cap, many files at the read cap, open fds, 50,000 distinct sysctl globs, 5,000-digit
+numbers in every numeric field) in a temporary directory and scans it in a child process:
+a tree fails when the scan crashes, gives an internal error, misses its deadline or peaks
+over the memory bound (``RUSAGE_CHILDREN`` of the child).
+
     .venv/bin/python bench/fuzz_parsers.py [--examples 20000] [--only NAME]
     .venv/bin/python bench/fuzz_parsers.py --pathological [--size 65536] [--limit 2]
+    .venv/bin/python bench/fuzz_parsers.py --trees [--only NAME]
 """
 
 from __future__ import annotations
@@ -185,8 +192,10 @@ def fuzz(fn: Callable[..., Any], examples: int) -> tuple[int, list[str]]:
 
 PATHOLOGICAL_UNITS = ["a", " ", "\\", '"', "'", "a=", "a-", "=", "#", "[", "{", "\t", "x ",
                       "a,", "$a", "${", "\\\n", "a.", "0", "-", ":", "/", "*", "%", "@", "<",
-                      "a\n", "\n", '="', "a b ", '"a" ', "a=b ", "(", ")", "a_"]
-PATHOLOGICAL_PREFIXES = ["", "key = ", "Include ", "NodeName=", "KERNEL==\"", "* soft nofile "]
+                      "a\n", "\n", '="', "a b ", '"a" ', "a=b ", "(", ")", "a_", "9", "9.",
+                      "*a", "?*"]
+PATHOLOGICAL_PREFIXES = ["", "key = ", "Include ", "NodeName=", "KERNEL==\"", "* soft nofile ",
+                         "MaxAuthTries ", "MemTotal: ", "vm.swappiness = ", "Port "]
 
 
 def pathological(fn: Callable[..., Any], size: int, limit: float) -> tuple[int, list[str]]:
@@ -221,6 +230,44 @@ def pathological(fn: Callable[..., Any], size: int, limit: float) -> tuple[int, 
     return count, failures
 
 
+def trees(only: str | None) -> int:
+    """Scan every hostile tree in a child process; return how many failed."""
+    import json
+    import os
+    import tempfile
+    from pathlib import Path
+
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from tests.hostile_trees import RSS_BOUND_MB, TREES, child_scan
+
+    bad = 0
+    print(f"{'tree':<20} {'seconds':>8} {'peak MB':>8}  result")
+    for name, (build, mode) in TREES.items():
+        if only and only not in name:
+            continue
+        with tempfile.TemporaryDirectory(prefix="aiaudit-tree-") as tmp:
+            root = Path(tmp) / name
+            build(root)
+            r = child_scan("scan", "--root", str(root), *mode, "--format", "json",
+                           "--timeout", "30", timeout=120)
+        problems = []
+        if r.returncode not in (0, 1, 3) or "Traceback" in r.stderr:
+            problems.append(f"exit {r.returncode}: {r.stderr[-200:]}")
+        else:
+            for res in json.loads(r.stdout)["results"]:
+                if "internal error" in res["message"] or "not evaluated" in res["message"]:
+                    problems.append(f"{res['rule_id']}: {res['message'][:120]}")
+        if r.maxrss_mb >= RSS_BOUND_MB:
+            problems.append(f"peak RSS {r.maxrss_mb:.0f} MB over {RSS_BOUND_MB} MB")
+        print(f"{name:<20} {r.seconds:>8.1f} {r.maxrss_mb:>8.0f}  "
+              f"{'FAIL' if problems else 'ok'}")
+        for line in problems[:3]:
+            print("   ", line)
+        bad += bool(problems)
+    print(f"trees failing: {bad}")
+    return bad
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--examples", type=int, default=20000)
@@ -229,7 +276,11 @@ def main() -> int:
                     help="long repetitive inputs instead of random ones")
     ap.add_argument("--size", type=int, default=65536, help="pathological input length")
     ap.add_argument("--limit", type=float, default=2.0, help="seconds allowed per input")
+    ap.add_argument("--trees", action="store_true",
+                    help="scan the hostile host trees of tests/hostile_trees.py instead")
     args = ap.parse_args()
+    if args.trees:
+        return 1 if trees(args.only) else 0
     bad = 0
     total = 0
     print(f"{'parser':<40} {'examples':>9} {'seconds':>8}  result")

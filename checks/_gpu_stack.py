@@ -13,7 +13,7 @@ from typing import Any, Iterable
 
 from aiaudit import resources
 from aiaudit.api import Evidence
-from aiaudit.errors import HostError, LiveStateUnavailable, NotFound, ParseError
+from aiaudit.errors import HostError, LiveStateUnavailable, NotFound, ParseError, TooLarge
 from aiaudit.host import Host
 from aiaudit.packages import DPKG_STATUS, dpkg_installed
 from aiaudit.parsers import cuda, elfmodinfo, lazy_pattern, ldconf, nvidia, pyenv, rpmheader
@@ -195,8 +195,10 @@ _PKG_USER = lazy_pattern(r"^(libnvidia-compute-\d+(?:-server)?|libcuda1|libnvidi
 
 
 RPMDB_SQLITE = "/var/lib/rpm/rpmdb.sqlite"
-RPMDB_CAP = 256 * 1024 * 1024
-"""Largest rpmdb.sqlite read (a server install is 20-80 MiB)."""
+RPMDB_CAP = 32 * 1024 * 1024
+"""Largest rpmdb.sqlite read (a server install is 10-30 MiB): it is held twice (our copy
+and SQLite's), so this bounds the scan's memory (README: under 100 MB on any host); a
+bigger database is not read and the package versions come from dpkg only."""
 
 _PKG_PREFIXES = ("nvidia", "libnvidia", "libcuda", "cuda-compat", "cuda-drivers",
                  "kmod-nvidia")
@@ -230,7 +232,15 @@ def rpm_packages(host: Host) -> dict[str, str]:
 
     def load() -> dict[str, str]:
         try:
-            data = bytearray(host.read_bytes(RPMDB_SQLITE, cap=RPMDB_CAP))
+            size = host.stat(RPMDB_SQLITE).st_size
+            if size > RPMDB_CAP:
+                return {}
+            data = bytearray(size)  # one copy, filled in place (no join, no regrowth)
+            pos = 0
+            for chunk in host.read_chunks(RPMDB_SQLITE, cap=size):
+                data[pos:pos + len(chunk)] = chunk
+                pos += len(chunk)
+            del data[pos:]
         except HostError:
             return {}
         if not data.startswith(b"SQLite format 3\0") or len(data) < 100:
@@ -244,7 +254,7 @@ def rpm_packages(host: Host) -> dict[str, str]:
             return {}
         out: dict[str, str] = {}
         try:
-            conn.deserialize(bytes(data))
+            conn.deserialize(data)
             for (blob,) in conn.execute("SELECT blob FROM Packages"):
                 try:
                     fields = rpmheader.parse_header(bytes(blob))
@@ -309,6 +319,24 @@ def _module_files(host: Host, kroot: str) -> list[str]:
     return found
 
 
+def _module_version(host: Host, path: str) -> str | None:
+    """``modinfo -F version`` of module file ``path``, reading only the parts of the ELF
+    image it needs (an uncompressed module through ``read_range``, a compressed one
+    streamed through its decompressor): a few MiB of memory whatever the file's size."""
+    if not path.endswith((".xz", ".gz", ".zst")):
+        size = host.stat(path).st_size
+        if size > MODULE_READ_CAP:
+            raise TooLarge(f"{path}: {size} bytes, over the {MODULE_READ_CAP}-byte read cap")
+        info = elfmodinfo.read_modinfo(lambda off, n: host.read_range(path, off, n),
+                                       lambda: size)
+    else:
+        image = elfmodinfo.StreamedImage(lambda: elfmodinfo.inflate(
+            path, host.read_chunks(path, cap=MODULE_READ_CAP)))
+        info = elfmodinfo.read_modinfo(image.read_at, image.size)
+    values = info.get("version")
+    return values[0] if values else None
+
+
 def kernel_side(host: Host) -> KernelSide:
     """The nvidia kernel module version: live from /proc or /sys; otherwise from the
     module file of the newest installed kernel, else the package database."""
@@ -352,8 +380,7 @@ def _kernel_side(host: Host) -> KernelSide:
             continue
         for path in files:
             try:
-                ver = elfmodinfo.module_version(path, host.read_bytes(path,
-                                                                      cap=MODULE_READ_CAP))
+                ver = _module_version(host, path)
             except elfmodinfo.UnsupportedCompression:
                 notes.append(f"{path} is compressed with zstd, which this Python cannot "
                              "read; version from the package database instead")

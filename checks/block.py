@@ -31,7 +31,7 @@ from aiaudit.api import (
 )
 from aiaudit.errors import HostError, ParseError
 from aiaudit.host import Host
-from aiaudit.parsers import sysfs
+from aiaudit.parsers import MAX_INT_DIGITS, sysfs
 from aiaudit.parsers import udev as up
 from aiaudit.records import record
 from aiaudit.tuning import read_opt, verdict
@@ -411,7 +411,7 @@ def _tuned_ra(value: str) -> str | None:
     ``>`` (only raise) is kept as the number."""
     v = value.strip().lstrip(">").strip()
     parts = v.split(None, 1)
-    if not parts or not parts[0].isdigit():
+    if not parts or not parts[0].isdigit() or len(parts[0]) > MAX_INT_DIGITS:
         return None
     n = int(parts[0])
     if len(parts) > 1 and parts[1].startswith("s"):

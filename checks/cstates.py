@@ -35,7 +35,7 @@ from aiaudit.api import (
 )
 from aiaudit.errors import HostError, ParseError
 from aiaudit.host import Host
-from aiaudit.parsers import sysfs
+from aiaudit.parsers import sysfs, to_int
 from aiaudit.records import record
 from aiaudit.tuning import boot_commands, read_opt, verdict
 
@@ -90,13 +90,15 @@ def _driver_states(host: Host, base: str, listing: list[str]) -> list[tuple[str,
         lat = read_opt(host, f"{base}/{st}/latency")
         if lat is None or not lat.isdigit():
             continue
-        out.append((st, read_opt(host, f"{base}/{st}/name") or st, int(lat)))
+        out.append((st, read_opt(host, f"{base}/{st}/name") or st,
+                    to_int(lat, what="latency", source=f"{base}/{st}/latency")))
     return out
 
 
 def _qos(raw: bytes | HostError) -> int | None:
     txt = sysfs.attr(raw)
-    return 0 if txt == "n/a" else (int(txt) if txt and txt.isdigit() and txt != "0" else None)
+    return 0 if txt == "n/a" else (to_int(txt, what="PM QoS latency")
+                                   if txt and txt.isdigit() and txt != "0" else None)
 
 
 def _cpus_idle(host: Host, table: list[tuple[int, list[tuple[str, str, int]]]], bound: int
@@ -209,13 +211,16 @@ def _tuned_latency(host: Host, bound: int, max_cstate: int) -> tuple[bool, str, 
     ok = False
     # tuned plugin_cpu: a number (µs), or cstate.id:N|fallback / cstate.name:NAME|fallback
     m = re.fullmatch(r"cstate\.id(?:_no_zero)?:(\d+)(?:\|.*)?", v)
+    def num(text: str) -> int:
+        return to_int(text, what="force_latency", source=o.file, line=o.line)
+
     if v.isdigit():
-        ok = int(v) <= bound
+        ok = num(v) <= bound
     elif m:
-        ok = int(m.group(1)) <= max_cstate
+        ok = num(m.group(1)) <= max_cstate
     else:
         fb = v.split("|")[-1].strip()
-        ok = fb.isdigit() and int(fb) <= bound
+        ok = fb.isdigit() and num(fb) <= bound
     return ok, f"tuned force_latency={v} ({st.describe()})", Evidence.file(
         o.file, o.line, f"force_latency={v}")
 

@@ -15,6 +15,7 @@ not seen.
 from __future__ import annotations
 
 import time
+from dataclasses import field
 from typing import Any, Iterator
 
 from aiaudit.api import (
@@ -39,6 +40,11 @@ TABLES = (("tcp", 4, "/proc/net/tcp"), ("tcp", 6, "/proc/net/tcp6"),
 
 MAX_FD_LINKS = 200_000
 """Most ``/proc/<pid>/fd`` links read to find socket owners (a large host has ~1e5)."""
+MAX_OWNERS = 16
+"""Processes named per socket (a socket shared by 200,000 processes is named by its first
+16 and a count: listing them all took 668 MB)."""
+CMDLINE_READ = 4096
+"""Bytes of ``/proc/<pid>/cmdline`` read per owner (200 characters are shown)."""
 OWNER_BUDGET_S = 5.0
 """Most seconds spent finding socket owners."""
 
@@ -138,12 +144,14 @@ class Owners:
     """Processes whose fd directory could not be read (other users without root)."""
     complete: bool
     """False when the search stopped at its bound."""
+    more: dict[int, int] = field(default_factory=dict)
+    """Inode -> how many more processes hold it than :data:`MAX_OWNERS` listed."""
 
 
 def find_owners(host: Host, inodes: set[int]) -> Owners:
     """Processes holding the sockets ``inodes`` (``/proc/<pid>/fd/*`` -> ``socket:[N]``)."""
     want = {f"socket:[{i}]": i for i in inodes if i}
-    found: dict[int, list[int]] = {}
+    found: dict[int, set[int]] = {}
     unreadable = 0
     links = 0
     start = time.monotonic()
@@ -168,22 +176,27 @@ def find_owners(host: Host, inodes: set[int]) -> Owners:
             links += 1
             target = host.readlink(f"/proc/{pid}/fd/{fd}")
             if target in want:
-                found.setdefault(want[target], []).append(int(pid))
+                found.setdefault(want[target], set()).add(int(pid))
     owners: dict[int, tuple[Owner, ...]] = {}
-    for inode, plist in found.items():
+    more: dict[int, int] = {}
+    for inode, pset in found.items():
         got = []
-        for pid in sorted(set(plist)):
+        pids_sorted = sorted(pset)
+        if len(pids_sorted) > MAX_OWNERS:
+            more[inode] = len(pids_sorted) - MAX_OWNERS
+        for pid in pids_sorted[:MAX_OWNERS]:
             try:
                 comm = host.read_text(f"/proc/{pid}/comm").strip()
             except HostError:
                 comm = "?"
             try:
-                cmd = tuple(a for a in host.read_text(f"/proc/{pid}/cmdline").split("\0") if a)
+                raw = host.read_range(f"/proc/{pid}/cmdline", 0, CMDLINE_READ)
+                cmd = tuple(a for a in raw.decode("utf-8", "replace").split("\0") if a)
             except HostError:
                 cmd = ()
             got.append(Owner(pid, comm, cmd))
         owners[inode] = tuple(got)
-    return Owners(owners, unreadable, complete)
+    return Owners(owners, unreadable, complete, more)
 
 
 def owners_for(host: Host, socks: Sockets) -> Owners:
@@ -196,7 +209,9 @@ def owners_for(host: Host, socks: Sockets) -> Owners:
 def _owner_text(s: procnet.Socket, owners: Owners) -> str:
     got = owners.by_inode.get(s.inode)
     if got:
-        return ", ".join(o.show() for o in got)
+        more = owners.more.get(s.inode, 0)
+        return ", ".join(o.show() for o in got) + (f" and {more} more processes" if more
+                                                   else "")
     if owners.unreadable:
         return "owner unknown (other users' processes are not readable; run as root)"
     if not owners.complete:

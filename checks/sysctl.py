@@ -338,9 +338,7 @@ def dropin_path(cfg: SysctlConfig, key: str) -> str | None:
 
 def fnmatch_key(entry: sp.Entry, key: str) -> bool:
     """True if ``entry`` (explicit or glob) sets ``key``."""
-    import fnmatch
-
-    return fnmatch.fnmatchcase(key, entry.key) if entry.is_glob else entry.key == key
+    return sp.fnmatch_fast(key, entry.key) if entry.is_glob else entry.key == key
 
 
 def _remediation(key: str, display: str, exp: Expectation, current: str | None,

@@ -38,6 +38,7 @@ from aiaudit.api import (
 )
 from aiaudit.errors import HostError, ParseError
 from aiaudit.parsers import sysctl as sp
+from aiaudit.parsers import to_int
 
 KEY = "net.ipv4.tcp_mem"
 PROC = "/proc/sys/net/ipv4/tcp_mem"
@@ -46,7 +47,7 @@ PMD = "/sys/kernel/mm/transparent_hugepage/hpage_pmd_size"
 
 def page_size(host_pmd: str | None) -> tuple[int, str]:
     """(page size, how it was found) from the PMD size text, else 4096."""
-    if host_pmd and host_pmd.strip().isdigit():
+    if host_pmd and host_pmd.strip().isdigit() and len(host_pmd.strip()) <= 20:
         pmd = int(host_pmd.strip())
         ps = math.isqrt(pmd * 8)
         if ps * ps == pmd * 8 and ps in (4096, 16384, 65536):
@@ -77,6 +78,15 @@ def _fields(text: str) -> list[int]:
     return [int(p) for p in parts]
 
 
+def _mem_total_kb(meminfo: str) -> tuple[int, str]:
+    """MemTotal in kB and its line, from ``/proc/meminfo`` (fs/proc/meminfo.c)."""
+    m = re.search(r"^MemTotal:\s+(\d+) kB", meminfo, re.M)
+    if not m:
+        raise ParseError("no MemTotal in /proc/meminfo")
+    line = meminfo.count("\n", 0, m.start()) + 1
+    return to_int(m.group(1), what="MemTotal", source="/proc/meminfo", line=line), m.group(0)
+
+
 def run(ctx: CheckContext) -> Iterator[Result]:
     """Runtime and persisted tcp_mem against RAM."""
     host, p = ctx.host, ctx.params
@@ -84,12 +94,9 @@ def run(ctx: CheckContext) -> Iterator[Result]:
         yield Result(Status.SKIP, KEY, "tcp_mem is judged against RAM, which is live state")
         return
     try:
-        mi = host.read_text("/proc/meminfo")
-        m = re.search(r"^MemTotal:\s+(\d+) kB", mi, re.M)
-        if not m:
-            raise ParseError("no MemTotal in /proc/meminfo")
+        mem_kb, mem_line = _mem_total_kb(host.read_text("/proc/meminfo"))
         ps, how = page_size(host.try_read_text(PMD))
-        ram_pages = int(m.group(1)) * 1024 // ps
+        ram_pages = mem_kb * 1024 // ps
         runtime = host.read_text(PROC).strip()
         rt = _fields(runtime)
     except (HostError, ParseError) as exc:
@@ -98,7 +105,7 @@ def run(ctx: CheckContext) -> Iterator[Result]:
     lo, hi = p["min_fraction"], p["max_fraction"]
     want = (f"max between {100 * lo:g}% and {100 * hi:g}% of RAM "
             f"({int(lo * ram_pages)}-{int(hi * ram_pages)} pages of {ps} bytes)")
-    ev = [Evidence.runtime(PROC, runtime), Evidence.runtime("/proc/meminfo", m.group(0)),
+    ev = [Evidence.runtime(PROC, runtime), Evidence.runtime("/proc/meminfo", mem_line),
           Evidence.default("page size", f"{ps} ({how})")]
     cfg = host.memo(("sysctl-config",), lambda: load_config(host))
     dec = sp.systemd_decide(cfg.entries, sp.normalize_key(KEY))
@@ -160,19 +167,18 @@ def run_threads(ctx: CheckContext) -> Iterator[Result]:
                      "RAM, which is live state")
         return
     try:
-        m = re.search(r"^MemTotal:\s+(\d+) kB", host.read_text("/proc/meminfo"), re.M)
-        if not m:
-            raise ParseError("no MemTotal in /proc/meminfo")
+        mem_kb, mem_line = _mem_total_kb(host.read_text("/proc/meminfo"))
         ps, how = page_size(host.try_read_text(PMD))
-        have = int(host.read_text(THREADS_PROC).strip())
+        have = to_int(host.read_text(THREADS_PROC).strip(), what="threads-max",
+                      source=THREADS_PROC, line=1)
     except (HostError, ParseError, ValueError) as exc:
         yield Result(Status.ERROR, "kernel.threads-max", f"cannot read threads-max or RAM: {exc}")
         return
-    default = kernel_threads_max(int(m.group(1)), ps)
+    default = kernel_threads_max(mem_kb, ps)
     # MemTotal is a little below totalram_pages: allow 10% so the default itself passes
     want = max(int(default * 0.9), int(p["min_value"]))
     ev = (Evidence.runtime(THREADS_PROC, str(have)),
-          Evidence.runtime("/proc/meminfo", m.group(0)),
+          Evidence.runtime("/proc/meminfo", mem_line),
           Evidence.default("page size", f"{ps} ({how})"))
     data = {"runtime": have, "kernel_default": default}
     if have < want:

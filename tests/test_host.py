@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
+import sys
 import threading
 import time
 from pathlib import Path
@@ -19,7 +20,7 @@ from aiaudit.errors import (
     PathEscape,
     TooLarge,
 )
-from aiaudit.host import Deadline, Host, which
+from aiaudit.host import CACHE_BUDGET, Deadline, Host, which
 
 
 def _within(seconds: float, fn):
@@ -464,3 +465,74 @@ def test_a_path_with_a_nul_byte_is_absent_not_a_crash(tmp_path) -> None:
     if live.allow_commands:
         with pytest.raises(CommandError):
             live.run(["true", "a\x00b"])
+
+
+# ------------------------------------------------------------------ commands
+def test_command_output_is_capped_while_read() -> None:
+    """``yes`` writes forever: the Host keeps at most the cap, kills it, and says so."""
+    if which("yes") is None:
+        pytest.skip("no yes(1)")
+    code = (
+        "from aiaudit.host import Host\n"
+        "from aiaudit.errors import CommandError\n"
+        "try:\n"
+        "    Host('/', allow_commands=True).run(['yes'], timeout=20)\n"
+        "except CommandError as exc:\n"
+        "    print(exc)\n")
+    from tests.hostile_trees import child_run
+
+    got = child_run([sys.executable, "-c", code], timeout=30)
+    assert "output over the 8388608-byte cap" in got.stdout, got.stderr
+    assert got.maxrss_mb < 100, got.maxrss_mb  # 8 MiB kept, never the whole stream
+    assert got.seconds < 10
+
+
+def test_command_timeout_still_holds() -> None:
+    if which("sleep") is None:
+        pytest.skip("no sleep(1)")
+    t0 = time.monotonic()
+    with pytest.raises(CommandError, match="timed out"):
+        Host("/", allow_commands=True).run(["sleep", "10"], timeout=0.3)
+    assert time.monotonic() - t0 < 3
+
+
+# ------------------------------------------------------------------ host cache budget
+def test_host_cache_keeps_at_most_its_budget(tmp_path: Path) -> None:
+    body = b"#" * (3 * 1024 * 1024)
+    for i in range(12):
+        (tmp_path / f"f{i}").write_bytes(body)
+    host = Host(str(tmp_path))
+    for i in range(12):
+        assert host.read_bytes(f"/f{i}") == body
+    assert host._cached <= CACHE_BUDGET
+    reads = host.reads
+    host.read_bytes("/f0")      # cached: within the budget
+    host.read_bytes("/f11")     # past the budget: read again
+    assert host.reads == reads + 1
+
+
+def test_read_range_and_chunks_are_confined(tmp_path: Path) -> None:
+    (tmp_path / "etc").mkdir()
+    (tmp_path / "etc/data").write_bytes(bytes(range(256)) * 10)
+    os.symlink("/../../../../etc/passwd", tmp_path / "etc/up")
+    host = Host(str(tmp_path))
+    assert host.read_range("/etc/data", 255, 3) == b"\xff\x00\x01"
+    assert host.read_range("/etc/data", 2559, 100) == b"\xff"
+    assert b"".join(host.read_chunks("/etc/data", cap=4096, chunk=1000)) == \
+        bytes(range(256)) * 10
+    with pytest.raises(TooLarge, match="read cap"):
+        list(host.read_chunks("/etc/data", cap=100))
+    with pytest.raises(PathEscape, match="outside the scanned root"):
+        host.read_range("/etc/up", 0, 10)
+
+
+def test_glob_results_are_cached_for_the_run(tmp_path: Path) -> None:
+    (tmp_path / "etc/x.d").mkdir(parents=True)
+    (tmp_path / "etc/x.d/a.conf").write_text("")
+    host = Host(str(tmp_path))
+    assert host.glob("/etc/x.d/*.conf") == ["/etc/x.d/a.conf"]
+    (tmp_path / "etc/x.d/b.conf").write_text("")  # a scan sees one state of the host
+    got = host.glob("/etc/x.d/*.conf")
+    assert got == ["/etc/x.d/a.conf"]
+    got.append("mutated")
+    assert host.glob("/etc/x.d/*.conf") == ["/etc/x.d/a.conf"]

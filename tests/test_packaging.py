@@ -170,7 +170,7 @@ def test_demo_plugin_registers_in_process(make_root) -> None:
     assert got == {"DEMO-MOTD": "fail", "DEMO-SWAPPINESS": "pass"}
     fail = next(f for f in run.findings if f.rule_id == "DEMO-MOTD")
     assert fail.result.remediation.snippets[0].path == "/etc/motd"
-    with pytest.raises(UsageError, match="two plugins register check"):
+    with pytest.raises(UsageError, match=r"check .demo\.motd. is registered twice"):
         set(plugins.build_registry(entry_points=False, extra=[demo, _Dup()]).checks)
 
 

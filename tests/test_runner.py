@@ -214,3 +214,64 @@ def test_rule_budget_is_capped_by_the_scan_deadline(tmp_path) -> None:
         "scan deadline of 0.3s" in got["S"][0].message, got["S"][0].message
     assert got["N"][0].status is Status.ERROR and "not evaluated" in got["N"][0].message
     assert run.duration_s < 0.4
+
+
+# ------------------------------------------------------------------ plugins' misbehaviour
+def _isolated(rid: str, fn) -> Rule:
+    """A rule whose check comes from a third-party plugin (runs in the worker process)."""
+    spec = CheckSpec(id=f"test.{fn.__name__.strip('_')}", title=rid, run=fn,
+                     origin="plugin 'p' (distribution p 1)")
+    return Rule(RuleInfo(rid, spec.id, Severity.HIGH, rid), spec, {})
+
+
+def _spin(ctx: CheckContext) -> Iterator[Result]:
+    while True:
+        pass
+    yield  # pragma: no cover
+
+
+def _kbint(ctx: CheckContext) -> Iterator[Result]:
+    raise KeyboardInterrupt
+    yield  # pragma: no cover
+
+
+def _none(ctx: CheckContext):
+    return None
+
+
+def _endless(ctx: CheckContext) -> Iterator[Result]:
+    while True:
+        yield Result(Status.PASS, "x", "again")
+
+
+def test_base_exceptions_and_wrong_types_in_threads_are_errors(tmp_path) -> None:
+    got = _by_rule(_scan(tmp_path, _rule("K", _kbint), _rule("N", _none),
+                         _rule("F", _endless), _rule("A", _ok)))
+    assert "raised (KeyboardInterrupt)" in got["K"][0].message
+    assert "returned NoneType, not an iterable of results" in got["N"][0].message
+    assert "more than 10000 results" in got["F"][0].message
+    assert got["A"][0].status is Status.PASS
+
+
+def test_worker_is_killed_at_the_rule_timeout_and_replaced(tmp_path) -> None:
+    t0 = time.monotonic()
+    run = _scan(tmp_path, _isolated("S1", _spin), _rule("B", _ok), _isolated("S2", _spin),
+                _isolated("A", _ok), rule_timeout=0.5, timeout=10)
+    got = _by_rule(run)
+    for rid in ("S1", "S2"):
+        assert got[rid][0].status is Status.ERROR
+        assert "plugin 'p'" in got[rid][0].message and "rule timeout of 0.5s" in \
+            got[rid][0].message
+    assert got["A"][0].status is got["B"][0].status is Status.PASS
+    assert time.monotonic() - t0 < 3
+
+
+def test_worker_holds_the_scan_deadline(tmp_path) -> None:
+    t0 = time.monotonic()
+    run = _scan(tmp_path, _isolated("S", _spin), _isolated("A", _ok), rule_timeout=20,
+                timeout=0.6)
+    got = _by_rule(run)
+    assert "scan deadline" in got["S"][0].message
+    assert "scan deadline" in got["A"][0].message
+    assert any("1 rule(s) not evaluated" in n for n in run.notices), run.notices
+    assert time.monotonic() - t0 < 2

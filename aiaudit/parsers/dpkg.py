@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 from aiaudit.errors import ParseError
+from aiaudit.parsers import MAX_INT_DIGITS
 
 
 def split_stanzas(text: str) -> list[str]:
@@ -74,6 +75,8 @@ def version_tuple(version: str) -> tuple[int, ...]:
         m = re.match(r"\d+", part)
         if not m:
             break
+        if len(m.group()) > MAX_INT_DIGITS:
+            break  # not a version anything installs: compare what came before
         out.append(int(m.group()))
         if m.end() != len(part):
             break

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 from aiaudit.errors import ParseError
+from aiaudit.parsers import to_int
 from aiaudit.records import record
 
 _OCTAL = re.compile(r"\\([0-7]{3})")
@@ -86,9 +87,9 @@ def parse_swaps(text: str) -> list[Swap]:
 
 def meminfo_total_kb(text: str) -> int | None:
     """``MemTotal`` from ``/proc/meminfo`` in kB, or ``None``."""
-    for raw in text.splitlines():
+    for n, raw in enumerate(text.splitlines(), 1):
         if raw.startswith("MemTotal:"):
             f = raw.split()
             if len(f) >= 2 and f[1].isdigit():
-                return int(f[1])
+                return to_int(f[1], what="MemTotal", source="/proc/meminfo", line=n)
     return None

@@ -33,6 +33,7 @@ from dataclasses import field
 from typing import Callable, Iterable, Mapping
 
 from aiaudit.errors import ParseError
+from aiaudit.parsers import to_int
 from aiaudit.records import record
 
 RLIM_INFINITY = 2**64 - 1
@@ -101,7 +102,10 @@ def _c_strtoul(s: bytes) -> tuple[int, int, bool]:
     m = re.match(rb"[ \t\n\v\f\r]*([+-]?)([0-9]+)", s)
     if not m:
         return 0, 0, False
-    v = int(m.group(2))
+    digits = m.group(2).lstrip(b"0") or b"0"
+    if len(digits) > 20:  # past ULONG_MAX: strtoul's ERANGE
+        return ULONG_MAX, m.end(), True
+    v = int(digits)
     if v > ULONG_MAX:
         return ULONG_MAX, m.end(), True
     if m.group(1) == b"-":
@@ -424,7 +428,7 @@ def parse_proc_limits(text: str) -> dict[str, tuple[int, int]]:
             if v == "unlimited":
                 vals.append(RLIM_INFINITY)
             elif v.isdigit():
-                vals.append(int(v))
+                vals.append(to_int(v, what=f"{m.group(1)} value"))
             else:
                 break
         if len(vals) == 2:
@@ -443,7 +447,10 @@ def _systemd_one(v: str, item: str) -> int:
     m = re.fullmatch(r"([0-9]+)([KMGTPEkmgtpe]?)", v)
     if not m or (m.group(2) and item not in KIB_ITEMS):
         raise ParseError(f"invalid resource limit value {v!r}")
-    n = int(m.group(1)) * _SUFFIX[m.group(2).lower()]
+    digits = m.group(1).lstrip("0") or "0"
+    if len(digits) > 20:  # systemd's parse_size/safe_atollu: ERANGE
+        raise ParseError(f"invalid resource limit value {v[:40]!r}... (out of range)")
+    n = int(digits) * _SUFFIX[m.group(2).lower()]
     return min(n, RLIM_INFINITY)
 
 

@@ -17,7 +17,7 @@ import re
 from typing import Any, Callable, Iterator
 
 from aiaudit.errors import ParseError
-from aiaudit.parsers import lazy_pattern
+from aiaudit.parsers import lazy_pattern, to_int
 from aiaudit.parsers.netfilter import Chain, Cond, Rule, Ruleset
 from aiaudit.records import record
 
@@ -59,7 +59,7 @@ def port_ranges(values: list[Any]) -> tuple[tuple[int, int], ...] | None:
         nums = []
         for part in lo_hi:
             if part.isdigit():
-                nums.append(int(part))
+                nums.append(to_int(part, what="port"))
             elif part in SERVICES:
                 nums.append(SERVICES[part])
             else:
@@ -760,7 +760,8 @@ class _Parser:
             elif v in _PROTO_OF and nxt:
                 if nxt == "dport" and i + 3 < len(w) and w[i + 2].value in _CMP \
                         and w[i + 3].value.isdigit():
-                    n = int(w[i + 3].value)
+                    n = to_int(w[i + 3].value, what="port", source=w[i + 3].file,
+                               line=w[i + 3].line)
                     conds.append(Cond("dport", _PROTO_OF[v], False,
                                       (_CMP[w[i + 2].value](n),), text))
                     i += 4
@@ -849,13 +850,14 @@ def _priority(expr: list[str], at: Tok) -> int:
         raise ParseError(f"bad priority {text!r}", line=at.line, source=at.file)
     base = m.group(1)
     if base.lstrip("-").isdigit():
-        n = int(base)
+        n = to_int(base, what="priority", source=at.file, line=at.line)
     elif base in PRIORITY_NAMES:
         n = PRIORITY_NAMES[base]
     else:
         raise ParseError(f"unknown priority name {base!r}", line=at.line, source=at.file)
     if m.group(2):
-        n += int(m.group(3)) * (1 if m.group(2) == "+" else -1)
+        n += to_int(m.group(3), what="priority", source=at.file, line=at.line) * (
+            1 if m.group(2) == "+" else -1)
     return n
 
 

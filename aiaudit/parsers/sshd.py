@@ -346,7 +346,11 @@ def convtime(s: str) -> int:
     for m in re.finditer(r"([+-]?\d+)([a-zA-Z]?)|(.)", s):
         if m.group(3) is not None:
             return -1
-        secs, unit = int(m.group(1)), m.group(2).lower()
+        digits = m.group(1).lstrip("+-").lstrip("0") or "0"
+        if len(digits) > 20:
+            return -1  # convtime: overflow
+        secs = -int(digits) if m.group(1).startswith("-") else int(digits)
+        unit = m.group(2).lower()
         if secs < 0 or unit not in mult:
             return -1
         if secs > _INT_MAX // mult[unit]:
@@ -363,7 +367,10 @@ def strtonum(s: str, lo: int, hi: int) -> int | None:
     m = re.fullmatch(r"[ \t\n\v\f\r]*([+-]?\d+)", s)
     if m is None:
         return None
-    v = int(m.group(1))
+    digits = m.group(1).lstrip("+-").lstrip("0") or "0"
+    if len(digits) > 20:
+        return None  # strtonum: "too large" / "too small" (ERANGE)
+    v = -int(digits) if m.group(1).startswith("-") else int(digits)
     return v if lo <= v <= hi else None
 
 
@@ -668,9 +675,10 @@ def addr_pton_cidr(entry: str) -> tuple[int, int, int] | int:
     addr, slash, mask = entry.partition("/")
     masklen = None
     if slash:
-        if not (mask.isascii() and mask.isdigit()) or int(mask) > 128:
+        bits = mask.lstrip("0") or "0"
+        if not (mask.isascii() and mask.isdigit()) or len(bits) > 3 or int(bits) > 128:
             return -1
-        masklen = int(mask)
+        masklen = int(bits)
     parsed = addr_pton(addr)
     if parsed is None:
         return -1

@@ -34,8 +34,12 @@ GOOD = {r: ("pass", v) for r, v in [
 
 def good(host: str, mid: str | None = None, **over: tuple[str, str | None]) -> dict:
     """A node that passes everything, with ``over`` rule -> (status, actual)."""
-    return report(host, mid, results={**GOOD, **{k.replace("_", "-"): v
-                                                 for k, v in over.items()}})
+    changed = {k.replace("_", "-"): v for k, v in over.items()}
+    d = report(host, mid, results={**GOOD, **changed})
+    for r in d["results"]:  # rules the base scan fails beyond GOOD's list pass too
+        if r["rule_id"] not in changed and r["status"] in ("fail", "error"):
+            r["status"] = r["check_status"] = "pass"
+    return d
 
 
 def _fleet_dir(tmp_path: Path, reports: list[dict]) -> str:

@@ -1,0 +1,282 @@
+"""Hostile hosts and hostile plugins at run time (issue 12): memory and time stay bounded,
+a plugin costs only its own rule, the deadline holds in every phase.
+
+Each hostile tree is scanned by a child process whose peak resident memory is measured
+(``RUSAGE_CHILDREN`` of a wrapper that has only that child): it must stay under
+:data:`tests.hostile_trees.RSS_BOUND_MB`.  The hostile plugin is a distribution on
+``PYTHONPATH`` with an ``aiaudit`` entry point (``tests/fixtures/plugins/hostile``).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import gzip
+import json
+import lzma
+import os
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from aiaudit import plugins
+from aiaudit.api import CheckSpec, ReporterSpec, Result, Status, hookimpl
+from aiaudit.errors import ParseError, UsageError
+from aiaudit.host import Host
+from aiaudit.model import RuleInfo, Severity
+from aiaudit.parsers import elfmodinfo, to_int
+from aiaudit.parsers.sysctl import fnmatch_fast
+from aiaudit.ruleset import Rule, Ruleset
+from aiaudit.runner import ScanOptions, scan
+from tests.helpers import FIXTURES
+from tests.hostile_trees import RSS_BOUND_MB, TREES, child_scan
+from tests.parsers.test_elfmodinfo import make_ko
+
+HOSTILE_DIST = FIXTURES / "plugins" / "hostile"
+HOSTILE_RULESET = FIXTURES / "plugins" / "hostile.yaml"
+DIST_NAME = "aiaudit-hostile 0.1"
+
+
+def _plugin_env(mode: str = "") -> dict[str, str]:
+    path = os.pathsep.join(filter(None, [str(HOSTILE_DIST), os.environ.get("PYTHONPATH")]))
+    return {"PYTHONPATH": path, "AIAUDIT_HOSTILE_REGISTER": mode}
+
+
+@pytest.fixture
+def small_root(make_root) -> Path:
+    return make_root({"/etc/os-release": "ID=debian\n",
+                      "/etc/sysctl.d/1.conf": "vm.swappiness = 5\n"})
+
+
+# ------------------------------------------------------------------ hostile trees
+@pytest.mark.parametrize("name", sorted(TREES))
+def test_hostile_tree_is_bounded(tmp_path: Path, name: str) -> None:
+    build, mode = TREES[name]
+    root = tmp_path / name
+    build(root)
+    r = child_scan("scan", "--root", str(root), *mode, "--format", "json",
+                   "--timeout", "20", timeout=60)
+    assert r.returncode in (0, 1, 3), r.stderr
+    assert "Traceback" not in r.stderr
+    results = r.report()["results"]
+    assert results, "no results"
+    bad = [(x["rule_id"], x["message"][:160]) for x in results
+           if "internal error" in x["message"] or "not evaluated" in x["message"]]
+    assert not bad, bad
+    assert r.maxrss_mb < RSS_BOUND_MB, f"peak RSS {r.maxrss_mb:.0f} MB"
+    assert r.seconds < 10, f"{r.seconds:.1f}s"
+    if name == "open-fds":  # 1,000 holders of one socket: 16 named and a count
+        by = {x["rule_id"]: x for x in results}
+        msg = by["NET-LISTEN-UNEXPECTED-PORTS"]["message"]
+        assert "and 984 more processes" in msg and msg.count("hog[pid") == 16, msg[:300]
+
+
+def test_hugenum_values_are_parse_errors_with_a_place(tmp_path: Path) -> None:
+    TREES["hugenum"][0](tmp_path)
+    r = child_scan("scan", "--root", str(tmp_path), "--live", "--format", "json")
+    by = {x["rule_id"]: x for x in r.report()["results"]}
+    # sshd refuses the value as its a2port/strtonum would, at the line that has it
+    assert by["SSH-MAX-AUTH-TRIES"]["status"] == "error"
+    assert "/etc/ssh/sshd_config:1: Badly formatted port number" in \
+        by["SSH-MAX-AUTH-TRIES"]["message"]
+    assert "/proc/meminfo:1: MemTotal of 5000 characters" in by["MEM-DEV-SHM-SIZE"]["message"]
+    assert "cpuidle/state1/latency: latency of 5000 characters" in \
+        by["CPU-CSTATE-LATENCY"]["message"]
+    assert "/proc/net/tcp: line 2" in by["NET-LISTEN-UNEXPECTED-PORTS"]["message"]
+    assert not [x for x in by.values() if "internal error" in x["message"]]
+
+
+def test_to_int_bounds_the_digits() -> None:
+    assert to_int("0042") == 42
+    with pytest.raises(ParseError, match=r"x\.conf:3: latency of 5000 characters"):
+        to_int("9" * 5000, what="latency", source="x.conf", line=3)
+    with pytest.raises(ValueError):
+        to_int("12a")
+
+
+# ------------------------------------------------------------------ kernel modules
+@pytest.mark.parametrize("suffix", ["", ".xz", ".gz"])
+def test_streamed_modinfo_matches_the_whole_file(suffix: str) -> None:
+    ko = make_ko("570.86.15", extra=b"\0" * 3_000_000)  # .modinfo far from the tail
+    data = {"": ko, ".xz": lzma.compress(ko), ".gz": gzip.compress(ko)}[suffix]
+    name = "nvidia.ko" + suffix
+    want = elfmodinfo.modinfo(elfmodinfo.decompress(name, data))
+    if suffix:
+        passes = []
+
+        def stream():
+            passes.append(1)
+            return elfmodinfo.inflate(name, (data[i:i + 65536]
+                                             for i in range(0, len(data), 65536)))
+
+        image = elfmodinfo.StreamedImage(stream)
+        got = elfmodinfo.read_modinfo(image.read_at, image.size)
+        assert len(passes) <= 4  # header (stops early), whole image, name table, .modinfo
+    else:
+        got = elfmodinfo.read_modinfo(lambda o, n: data[o:o + n], lambda: len(data))
+    assert got == want and got["version"] == ["570.86.15"]
+
+
+def test_streamed_modinfo_refuses_a_huge_section() -> None:
+    ko = bytearray(make_ko("1.0"))
+    # .modinfo section header (index 1) of the 64-bit image: claim 1 GiB
+    shoff = int.from_bytes(ko[0x28:0x30], "little")
+    ko[shoff + 64 + 32: shoff + 64 + 40] = (1 << 30).to_bytes(8, "little")
+    with pytest.raises(ParseError):
+        elfmodinfo.read_modinfo(lambda o, n: bytes(ko[o:o + n]), lambda: len(ko))
+
+
+# ------------------------------------------------------------------ glob matching
+_GLOB_ALPHABET = st.sampled_from(list("ab*?[]!^-\\./c"))
+
+
+@given(st.text(alphabet=st.sampled_from(list("ab.-/c*?[]\\")), max_size=12),
+       st.text(alphabet=_GLOB_ALPHABET, max_size=10))
+def test_fnmatch_fast_is_fnmatchcase(name: str, pattern: str) -> None:
+    assert fnmatch_fast(name, pattern) == fnmatch.fnmatchcase(name, pattern)
+
+
+def test_fnmatch_fast_on_long_patterns_is_quick() -> None:
+    t0 = time.monotonic()
+    for i in range(20_000):
+        fnmatch_fast("net/ipv4/conf/eth0/rp_filter", f"net/ipv4/conf/*{i}*/rp_filter")
+        fnmatch_fast("swappiness", "s" + "*?" * 40 + "s")
+    assert time.monotonic() - t0 < 5
+
+
+# ------------------------------------------------------------------ plugins: registration
+class _Twin:
+    """A plugin object registering the built-in ``kernel.sysctl`` (not imported yet)."""
+
+    @staticmethod
+    @hookimpl
+    def aiaudit_register_checks() -> list[CheckSpec]:
+        """The evil twin."""
+        return [CheckSpec(id="kernel.sysctl", title="twin", run=lambda ctx: iter(()))]
+
+
+class _TwinReporter:
+    @staticmethod
+    @hookimpl
+    def aiaudit_register_reporters() -> list[ReporterSpec]:
+        """A second ``sarif``."""
+        return [ReporterSpec(name="sarif", render=lambda run, opts: "")]
+
+
+def test_a_plugin_cannot_replace_a_builtin_check_or_reporter() -> None:
+    with pytest.raises(UsageError, match=r"check 'kernel\.sysctl' is registered twice: by "
+                                         r"aiaudit \(built-in\) module aiaudit\.checks\.sysctl"
+                                         r" and by plugin object extra-0"):
+        plugins.build_registry(entry_points=False, extra=[_Twin])
+    with pytest.raises(UsageError, match=r"reporter 'sarif' is registered twice"):
+        plugins.build_registry(entry_points=False, extra=[_TwinReporter])
+
+
+@pytest.mark.parametrize("mode, what", [("dup-check", "check 'kernel.sysctl'"),
+                                        ("dup-reporter", "reporter 'json'")])
+def test_duplicate_registration_stops_the_scan(small_root: Path, mode: str, what: str) -> None:
+    r = child_scan("scan", "--root", str(small_root), "--format", "json",
+                   env=_plugin_env(mode))
+    assert r.returncode == 2, r.stderr
+    assert r.stdout == ""
+    assert f"{what} is registered twice" in r.stderr
+    assert "aiaudit (built-in)" in r.stderr and DIST_NAME in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("mode", ["sleep", "busy"])
+def test_registration_is_bounded_by_the_deadline(small_root: Path, mode: str) -> None:
+    r = child_scan("scan", "--root", str(small_root), "--format", "json", "--timeout", "1.5",
+                   env=_plugin_env(mode), timeout=30)
+    assert r.returncode == 2, r.stderr
+    assert "did not finish loading within the scan deadline" in r.stderr
+    assert DIST_NAME in r.stderr and "Traceback" not in r.stderr
+    assert r.seconds < 5
+
+
+@pytest.mark.slow
+def test_registration_holding_the_interpreter_lock_ends_the_process(small_root: Path) -> None:
+    """No thread runs while C code holds the lock: the faulthandler watchdog (a C thread)
+    ends the process REGISTRATION_GRACE seconds past the deadline, with the stacks."""
+    r = child_scan("scan", "--root", str(small_root), "--format", "json", "--timeout", "0.5",
+                   env=_plugin_env("regex"), timeout=60)
+    assert r.returncode == 1 and r.stdout == ""
+    assert "Timeout" in r.stderr and "aiaudit_hostile" in r.stderr
+    assert r.seconds < 0.5 + plugins.REGISTRATION_GRACE + 3
+
+
+def test_registration_output_goes_to_stderr(small_root: Path) -> None:
+    r = child_scan("scan", "--root", str(small_root), "--format", "json",
+                   "--ruleset", str(HOSTILE_RULESET), "--only", "H-PRINTS", "SWAPPINESS",
+                   env=_plugin_env("print"))
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout)  # nothing but the report on stdout
+    assert {x["rule_id"] for x in report["results"]} == {"H-PRINTS", "SWAPPINESS"}
+    for marker in ("HOSTILE-STDOUT-REGISTER", "HOSTILE-FD1-REGISTER", "HOSTILE-STDOUT-CHECK",
+                   "HOSTILE-FD1-CHECK"):
+        assert marker in r.stderr and marker not in r.stdout
+
+
+# ------------------------------------------------------------------ plugins: checks
+def test_hostile_checks_cost_only_their_own_rule(small_root: Path) -> None:
+    r = child_scan("scan", "--root", str(small_root), "--format", "json",
+                   "--ruleset", str(HOSTILE_RULESET), "--timeout", "8", "--rule-timeout", "1",
+                   env=_plugin_env(), timeout=60)
+    assert r.returncode == 3, r.stderr
+    assert "Traceback" not in r.stderr
+    by = {x["rule_id"]: x for x in json.loads(r.stdout)["results"]}
+    assert by["H-OK"]["status"] == by["H-AFTER"]["status"] == "pass"
+    assert by["SWAPPINESS"]["status"] == "pass"
+    assert by["H-PRINTS"]["status"] == "pass"
+    assert by["H-SPAWN"]["status"] == "pass"  # its sleep holds the pipe: the scan goes on
+    expect = {"H-SYSEXIT": "called sys.exit", "H-KBINT": "KeyboardInterrupt",
+              "H-GENEXIT": "GeneratorExit", "H-NONE": "returned NoneType",
+              "H-WRONGTYPE": "invalid result", "H-EXIT": "exited with status 9",
+              "H-FOREVER": "more than 10000 results", "H-BUSY": "rule timeout of 1.0s",
+              "H-REGEX": "rule timeout of 1.0s"}
+    for rid, words in expect.items():
+        assert by[rid]["status"] == "error", by[rid]
+        assert words in by[rid]["message"] and DIST_NAME in by[rid]["message"], by[rid]
+    assert r.seconds < 8
+    assert r.maxrss_mb < RSS_BOUND_MB
+
+
+def test_scan_deadline_ends_a_gil_holding_check(small_root: Path) -> None:
+    """The catastrophic regex holds the interpreter lock: only a process can be stopped."""
+    r = child_scan("scan", "--root", str(small_root), "--format", "json",
+                   "--ruleset", str(HOSTILE_RULESET), "--timeout", "1.5",
+                   "--only", "H-REGEX", "H-AFTER", "SWAPPINESS", env=_plugin_env(), timeout=30)
+    assert r.returncode == 3, r.stderr
+    by = {x["rule_id"]: x for x in json.loads(r.stdout)["results"]}
+    assert "scan deadline" in by["H-REGEX"]["message"]
+    assert "scan deadline" in by["H-AFTER"]["message"]
+    assert by["SWAPPINESS"]["status"] == "pass"
+    assert r.seconds < 4
+
+
+def _rule(rid: str, fn, origin: str = "") -> Rule:
+    spec = CheckSpec(id=f"test.{rid.lower()}", title=rid, run=fn, origin=origin)
+    info = RuleInfo(id=rid, check=spec.id, severity=Severity.HIGH, title=rid)
+    return Rule(info=info, check=spec, params={})
+
+
+def _sysexit(ctx):
+    raise SystemExit(1)
+
+
+def _ok(ctx):
+    yield Result(Status.PASS, "ok", "fine")
+
+
+@pytest.mark.parametrize("origin", ["", "plugin 'x' (distribution x 1)"])
+def test_in_process_and_worker_agree(small_root: Path, origin: str) -> None:
+    rs = Ruleset(name="t", version="1", description="", rules=(_rule("A", _sysexit, origin),
+                                               _rule("B", _ok, origin)))
+    run = scan(rs, Host(str(small_root)), ScanOptions(timeout=10))
+    got = {f.rule_id: f for f in run.findings}
+    assert got["A"].status is Status.ERROR and "called sys.exit" in got["A"].result.message
+    assert got["B"].status is Status.PASS
+    if origin:
+        assert origin in got["A"].result.message
