@@ -136,6 +136,7 @@ def _populate_scan(s: argparse.ArgumentParser) -> None:
                    help="time one rule may take before it is abandoned (default 20)")
     s.add_argument("--verbose", "-v", action="store_true",
                    help="text format: show details of passed and skipped rules")
+    _add_pretty_option(s)
     s.add_argument("--debug", action="store_true",
                    help="re-raise unexpected errors in checks (for developers)")
     _add_syslog_option(s)
@@ -379,7 +380,7 @@ def cmd_scan(args: argparse.Namespace) -> int:
     )
     run = scan(rs, host, opts)
     shown = _shown_run(run, modes)
-    _emit(reg, shown, outputs, verbose=args.verbose)
+    _emit(reg, shown, outputs, verbose=args.verbose, pretty=args.pretty)
     code = exit_status(run, fail_on, on_error=modes.on_error)
     _finish_modes(run, modes, fail_on, code)
     if args.syslog:
@@ -388,15 +389,16 @@ def cmd_scan(args: argparse.Namespace) -> int:
 
 
 def _emit(reg: Registry, run: RunResult, outputs: list[tuple[str, str | None]], *,
-          verbose: bool = False) -> None:
+          verbose: bool = False, pretty: bool = False) -> None:
     """Render ``run`` once per requested output and write each (stdout or its file)."""
     from aiaudit.reporters._common import text_safe
 
     for fmt, path in outputs:
-        color = (path is None and sys.stdout.isatty() and not os.environ.get("NO_COLOR")
-                 and os.environ.get("TERM") != "dumb")
+        tty = path is None and sys.stdout.isatty()
+        color = tty and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
         # text_safe: undecodable file names (surrogate escapes) must not crash the write
-        text = text_safe(reg.reporters[fmt].render(run, {"color": color, "verbose": verbose}))
+        text = text_safe(reg.reporters[fmt].render(
+            run, {"color": color, "verbose": verbose, "pretty": pretty or tty}))
         if path is None:
             sys.stdout.write(text)
             sys.stdout.flush()
@@ -474,6 +476,12 @@ def _add_syslog_option(p: argparse.ArgumentParser) -> None:
                         f"facility user) through SOCKET (default {DEFAULT_SYSLOG_SOCKET})")
 
 
+def _add_pretty_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--pretty", action="store_true",
+                   help="json format: indent it in files and pipes too (default: compact "
+                        "there, indented on a terminal)")
+
+
 def _populate_render(d: argparse.ArgumentParser) -> None:
     d.add_argument("report", metavar="SCAN.json", help="saved JSON report (- for stdin)")
     d.add_argument("--format", default="text", metavar="FORMAT",
@@ -482,6 +490,7 @@ def _populate_render(d: argparse.ArgumentParser) -> None:
                    help="write to FILE (repeatable; FORMAT:FILE picks its format)")
     d.add_argument("--verbose", "-v", action="store_true",
                    help="text format: show details of passed and skipped rules")
+    _add_pretty_option(d)
 
 
 def _populate_remediate(m: argparse.ArgumentParser) -> None:
@@ -523,7 +532,7 @@ def cmd_render(args: argparse.Namespace) -> int:
     reg = plugins.registry()
     outputs = _parse_outputs(args, reg.reporters)
     run = load_report(args.report)
-    _emit(reg, run, outputs, verbose=args.verbose)
+    _emit(reg, run, outputs, verbose=args.verbose, pretty=args.pretty)
     return ExitCode.OK
 
 
