@@ -12,7 +12,7 @@ A configuration sshd would refuse is an error result naming file and line, not a
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator
 
 from aiaudit.api import (
     Aspect,
@@ -220,19 +220,9 @@ def suggest(op: str, value: Any) -> str | None:
 
 
 def _with_dropin(cfg: sp.SshdConfig, text: str) -> sp.SshdConfig:
-    """The configuration as sshd would read it with :data:`DROPIN` added."""
-    real_read, real_glob = cfg.reader, cfg.globber
-
-    def read(path: str) -> str:
-        return text if path == DROPIN else real_read(path)
-
-    def glob(pattern: str) -> Sequence[str]:
-        found = list(real_glob(pattern))
-        if DROPIN not in found and sp.glob_matches(pattern, DROPIN):
-            found = sorted([*found, DROPIN], key=lambda p: p.encode())
-        return found
-
-    return sp.load(read, glob, cfg.main)
+    """The configuration as sshd would read it with :data:`DROPIN` added (the other files
+    are not read, split and validated again)."""
+    return cfg.with_file(DROPIN, text)
 
 
 def remediation(cfg: sp.SshdConfig, setting: sp.Setting, line: str,
