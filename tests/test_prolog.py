@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -209,6 +210,81 @@ def test_example_prolog_runs_no_slurm_command(tmp_path: Path, sysctl_roots) -> N
     slurm = {"scontrol", "sinfo", "squeue", "sacct", "sbatch", "srun", "salloc", "scancel",
              "sacctmgr", "sreport", "sstat", "sdiag", "sprio", "sshare", "strigger"}
     assert not names & slurm, names
+
+
+def _as_slurmd(tmp_path: Path, *args: str, trace: str = "", verbose: bool = False,
+               **settings: str) -> tuple[subprocess.CompletedProcess[str], str]:
+    """Run the prolog as slurmd does: only SLURM_* variables (plus where this test keeps
+    the settings file, /etc/aiaudit/prolog.env on a node), cwd /, stdin /dev/null."""
+    conf = tmp_path / "prolog.env"
+    base = {"AIAUDIT": str(AIAUDIT), "AIAUDIT_RULESET": "dl-training",
+            "AIAUDIT_FAIL_ON": "medium", "AIAUDIT_REPORT": str(tmp_path / "run" / "last.json"),
+            "AIAUDIT_REASON_FILE": str(tmp_path / "run" / "reason")}
+    conf.write_text("".join(f"{k}='{v}'\n" for k, v in {**base, **settings}.items()))
+    env = {"SLURM_JOB_ID": "4242", "SLURM_JOB_USER": "alice", "SLURM_JOB_UID": "1000",
+           "SLURM_SCRIPT_CONTEXT": "prolog_slurmd", "AIAUDIT_PROLOG_ENV": str(conf)}
+    argv = ["/bin/sh", str(PROLOG), *args]
+    log = tmp_path / "trace.log"
+    if trace:
+        argv = ["strace", "-f", "-qq", *(("-v", "-s", "256") if verbose else ()),
+                "-e", f"trace={trace}", "-o", str(log), *argv]
+    proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60,
+                          cwd="/", stdin=subprocess.DEVNULL)
+    return proc, log.read_text() if trace else ""
+
+
+def _execs(trace: str) -> list[str]:
+    return [os.path.basename(line.split('execve("', 1)[1].split('"', 1)[0])
+            for line in trace.splitlines()
+            if "execve(" in line and "= 0" in line.rsplit(")", 1)[-1]]
+
+
+def test_example_prolog_reads_settings_file_under_slurmd_env(tmp_path: Path,
+                                                            sysctl_roots) -> None:
+    if not AIAUDIT.exists():
+        pytest.skip("aiaudit is not installed in the venv")
+    _, bad = sysctl_roots
+    only = ("--only", "SYSCTL-VM-SWAPPINESS")
+    proc, _ = _as_slurmd(tmp_path, "--root", str(bad), *only)
+    line = "aiaudit: FAIL SYSCTL-VM-SWAPPINESS (vm.swappiness: 60, expected <= 10)"
+    assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", line + "\n")
+    assert (tmp_path / "run" / "reason").read_text() == line + "\n"
+    report = (tmp_path / "run" / "last.json").read_text()
+    assert report.count("\n") == 1 and json.loads(report)["host"]["root"] == str(bad)
+    proc, _ = _as_slurmd(tmp_path, "--root", str(bad), *only, AIAUDIT_FAIL_ON="high")
+    assert proc.returncode == 0
+    assert not (tmp_path / "run" / "reason").exists()  # a fit node clears the old reason
+
+
+def test_example_prolog_starts_only_timeout_and_aiaudit(tmp_path: Path, sysctl_roots) -> None:
+    """A fit node: the prolog starts `timeout` and `aiaudit`, nothing else (no dirname,
+    mkdir once the directories exist, grep, tail, rm), and Python looks up no user (no
+    HOME under slurmd: site.py would ask the passwd database for the home directory)."""
+    need_program("strace")
+    if not AIAUDIT.exists():
+        pytest.skip("aiaudit is not installed in the venv")
+    good, _ = sysctl_roots
+    only = ("--root", str(good), "--only", "SYSCTL-VM-SWAPPINESS")
+    proc, trace = _as_slurmd(tmp_path, *only, trace="execve")
+    assert proc.returncode == 0, proc.stderr
+    assert "mkdir" in _execs(trace)  # first run: creates the report's directory
+    proc, trace = _as_slurmd(tmp_path, *only, trace="execve")
+    assert proc.returncode == 0, proc.stderr
+    execs = _execs(trace)
+    assert execs[0] == "sh" and execs[1:3] == ["timeout", AIAUDIT.name], execs
+    assert len([e for e in execs[3:] if not e.startswith("python")]) == 0, execs
+    # strace -v: the scan gets a HOME, which spares it the passwd lookup that Python's
+    # site.py makes without one (shown on the interpreter itself)
+    _, trace = _as_slurmd(tmp_path, *only, trace="execve,openat", verbose=True)
+    scan = next(ln for ln in trace.splitlines() if f'execve("{AIAUDIT}"' in ln)
+    assert '"HOME=/root"' in scan
+    assert "/etc/nsswitch.conf" not in trace and '"/etc/passwd"' not in trace
+    base = getattr(sys, "_base_executable", sys.executable)
+    for env, looks_up in (({}, True), ({"HOME": "/root"}, False)):
+        log = tmp_path / "py.log"
+        subprocess.run(["strace", "-f", "-qq", "-e", "trace=openat", "-o", str(log), base,
+                        "-c", "pass"], env=env, check=True, cwd="/")
+        assert ("/etc/nsswitch.conf" in log.read_text()) is looks_up, env
 
 
 def test_example_prolog_passes_shellcheck() -> None:
