@@ -312,3 +312,25 @@ def test_prolog_bench_measures(tmp_path: Path, sysctl_roots, capsys) -> None:
     assert res["runs"] == 2 and res["exit_codes"] == [0]
     assert 0 < res["wall_median_s"] <= res["wall_p95_s"] and res["scan_median_s"] is not None
     assert "--prolog" in res["command"] and "--ruleset dl-training" in res["command"]
+
+
+def test_prolog_bench_script_mode(tmp_path: Path, sysctl_roots, capsys) -> None:
+    """``--script``: the prolog as slurmd runs it, a no-op prolog and the scan alone."""
+    import importlib.util
+
+    if not AIAUDIT.exists():
+        pytest.skip("aiaudit is not installed in the venv")
+    spec = importlib.util.spec_from_file_location("prolog_bench",
+                                                  REPO / "bench" / "prolog_bench.py")
+    assert spec and spec.loader
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    good, _ = sysctl_roots
+    assert bench.main(["--script", str(PROLOG), "--aiaudit", str(AIAUDIT), "-n", "1",
+                       "--warmup", "0", "--json", "--ruleset", "dl-training", "--user", "root",
+                       "--", "--root", str(good), "--only", "SYSCTL-VM-SWAPPINESS"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert {n: c["exit_codes"] for n, c in res["cases"].items()} == {
+        "noop prolog": [0], "prolog script": [0], "scan alone": [0]}
+    assert res["cases"]["prolog script"]["cpu_median_s"] > 0
+    assert res["cpu_added_over_scan"] > 0 and res["wall_added_over_scan"] > 0
