@@ -256,6 +256,31 @@ def test_example_prolog_reads_settings_file_under_slurmd_env(tmp_path: Path,
     assert not (tmp_path / "run" / "reason").exists()  # a fit node clears the old reason
 
 
+def test_example_prolog_settings_file_is_read_not_run(tmp_path: Path, sysctl_roots) -> None:
+    """Only KEY=value lines of the known keys count; anything else in the file is neither
+    run nor fatal (a broken file must not drain every node), a bad timeout falls back."""
+    if not AIAUDIT.exists():
+        pytest.skip("aiaudit is not installed in the venv")
+    _, bad = sysctl_roots
+    marker = tmp_path / "ran"
+    conf = tmp_path / "prolog.env"
+    conf.write_text(f"# site settings\nAIAUDIT=\"{AIAUDIT}\"\nAIAUDIT_FAIL_ON='medium'\n"
+                    f"AIAUDIT_REPORT={tmp_path}/run/last.json\n"
+                    f"AIAUDIT_REASON_FILE={tmp_path}/run/reason\nAIAUDIT_TIMEOUT=ten\n"
+                    f"touch {marker}\nAIAUDIT_EXTRA=$(touch {marker})\nif then fi (\n"
+                    "export AIAUDIT_FAIL_ON=critical\n"  # not a KEY=value line: ignored
+                    "AIAUDIT_RULESET=dl-training")  # the last line, without a newline
+    env = {"SLURM_JOB_ID": "1", "SLURM_JOB_USER": "alice", "AIAUDIT_PROLOG_ENV": str(conf)}
+    proc = subprocess.run(["/bin/sh", str(PROLOG), "--root", str(bad), "--only",
+                           "SYSCTL-VM-SWAPPINESS"], env=env, capture_output=True, text=True,
+                          timeout=60, cwd="/")
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr.startswith("aiaudit: FAIL SYSCTL-VM-SWAPPINESS")
+    assert not marker.exists()
+    report = json.loads((tmp_path / "run" / "last.json").read_text())
+    assert report["ruleset"]["name"] == "dl-training"
+
+
 def test_example_prolog_starts_only_timeout_and_aiaudit(tmp_path: Path, sysctl_roots) -> None:
     """A fit node: the prolog starts `timeout` and `aiaudit`, nothing else (no dirname,
     mkdir once the directories exist, grep, tail, rm), and Python looks up no user (no

@@ -27,7 +27,7 @@
 # which slurmd sets in the prolog environment.  Extra arguments are passed to aiaudit.
 #
 # Settings: slurmd starts a prolog with only SLURM_* variables in its environment, so they
-# are read from /etc/aiaudit/prolog.env (root-owned, mode 0644; shell assignments, each
+# are read from /etc/aiaudit/prolog.env (root-owned, mode 0644; KEY=value lines, each
 # optional; its values win over the environment of a manual run):
 #   AIAUDIT=/usr/local/bin/aiaudit    AIAUDIT_RULESET=slurm-preflight
 #   AIAUDIT_FAIL_ON=high              AIAUDIT_ON_ERROR=pass     AIAUDIT_TIMEOUT=10
@@ -45,16 +45,34 @@ export PATH
 HOME=${HOME:-/root}
 export HOME
 
+# The settings file is read, not run: only KEY=value lines for the keys below count (the
+# value may be in single or double quotes); a broken file cannot stop the script, and so
+# cannot drain the node.
 CONF=${AIAUDIT_PROLOG_ENV:-/etc/aiaudit/prolog.env}
 if [ -r "$CONF" ]; then
-    # shellcheck disable=SC1090
-    . "$CONF"
+    while IFS= read -r line || [ -n "$line" ]; do
+        case $line in
+            AIAUDIT=*|AIAUDIT_RULESET=*|AIAUDIT_FAIL_ON=*|AIAUDIT_ON_ERROR=*|\
+            AIAUDIT_TIMEOUT=*|AIAUDIT_REPORT=*|AIAUDIT_REASON_FILE=*) ;;
+            *) continue ;;
+        esac
+        key=${line%%=*}
+        value=${line#*=}
+        case $value in
+            \"*\") value=${value#\"}; value=${value%\"} ;;
+            \'*\') value=${value#\'}; value=${value%\'} ;;
+        esac
+        eval "$key=\$value"
+    done < "$CONF"
 fi
 AIAUDIT=${AIAUDIT:-/usr/local/bin/aiaudit}
 RULESET=${AIAUDIT_RULESET:-slurm-preflight}
 FAIL_ON=${AIAUDIT_FAIL_ON:-high}
 ON_ERROR=${AIAUDIT_ON_ERROR:-pass}
 TIMEOUT=${AIAUDIT_TIMEOUT:-10}
+case $TIMEOUT in
+    ''|*[!0-9]*) TIMEOUT=10 ;;  # whole seconds: it is also the outer deadline's arithmetic
+esac
 REPORT=${AIAUDIT_REPORT:-/run/aiaudit/prolog-last.json}
 REASON_FILE=${AIAUDIT_REASON_FILE:-/run/aiaudit/prolog.reason}
 
