@@ -154,6 +154,7 @@ def _populate_scan(s: argparse.ArgumentParser) -> None:
                         f"most {MAX_SECONDS:g})")
     s.add_argument("--verbose", "-v", action="store_true",
                    help="text format: show details of passed and skipped rules")
+    _add_pretty_option(s)
     s.add_argument("--debug", action="store_true",
                    help="re-raise unexpected errors in checks (for developers)")
     _add_syslog_option(s)
@@ -565,7 +566,7 @@ def cmd_scan(args: argparse.Namespace) -> int:
         with _deadline(budget, "the reports were"):
             shown = _shown_run(run, modes)
             if _emit(reg, shown, outputs, verbose=args.verbose, debug=args.debug,
-                     sarif_category=args.sarif_category):
+                     sarif_category=args.sarif_category, pretty=args.pretty):
                 code = ExitCode.USAGE
             code = _finish_modes(run, modes, fail_on, code)
             if args.syslog:
@@ -579,7 +580,7 @@ def cmd_scan(args: argparse.Namespace) -> int:
 
 def _emit(reg: Registry, run: RunResult, outputs: list[tuple[str, str | None]], *,
           verbose: bool = False, debug: bool = False,
-          sarif_category: str | None = None) -> list[str]:
+          sarif_category: str | None = None, pretty: bool = False) -> list[str]:
     """Render ``run`` once per requested output and write each (stdout or its file,
     atomically).  A reporter that fails or a write that fails costs only that output: one
     message on stderr each, the others are still written.  Returns the messages (empty:
@@ -591,10 +592,11 @@ def _emit(reg: Registry, run: RunResult, outputs: list[tuple[str, str | None]], 
     for i, (fmt, path) in enumerate(outputs):
         where = path if path is not None else "stdout"
         try:
-            color = (path is None and sys.stdout is not None and sys.stdout.isatty()
-                     and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb")
+            tty = path is None and sys.stdout is not None and sys.stdout.isatty()
+            color = tty and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
             text = _render(reg.reporters[fmt], run, {"color": color, "verbose": verbose,
-                                                       "sarif_category": sarif_category},
+                                                       "sarif_category": sarif_category,
+                                                       "pretty": pretty or tty},
                            debug)
             # text_safe: undecodable file names (surrogate escapes) must not crash the write
             text = text_safe(text)
@@ -683,6 +685,12 @@ def _add_sarif_category_option(p: argparse.ArgumentParser) -> None:
                         "same for every scan of one host or image so that fixed alerts close")
 
 
+def _add_pretty_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--pretty", action="store_true",
+                   help="json format: indent it in files and pipes too (default: compact "
+                        "there, indented on a terminal)")
+
+
 def _populate_render(d: argparse.ArgumentParser) -> None:
     d.add_argument("report", metavar="SCAN.json", help="saved JSON report (- for stdin)")
     d.add_argument("--format", default="text", metavar="FORMAT",
@@ -692,6 +700,7 @@ def _populate_render(d: argparse.ArgumentParser) -> None:
     d.add_argument("--verbose", "-v", action="store_true",
                    help="text format: show details of passed and skipped rules")
     _add_sarif_category_option(d)
+    _add_pretty_option(d)
 
 
 def _populate_remediate(m: argparse.ArgumentParser) -> None:
@@ -789,7 +798,7 @@ def cmd_render(args: argparse.Namespace) -> int:
     outputs = _parse_outputs(args, reg.reporters)
     run = load_report(args.report)
     failed = _emit(reg, run, outputs, verbose=args.verbose,
-                   sarif_category=args.sarif_category)
+                   sarif_category=args.sarif_category, pretty=args.pretty)
     return ExitCode.USAGE if failed else ExitCode.OK
 
 

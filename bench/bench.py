@@ -18,6 +18,16 @@ so when it finds one).  Usage::
     python3 bench/bench.py --aiaudit /tmp/bench-venv/bin/aiaudit [--runs 15] [--json F] [--check]
 
 ``--check`` exits 1 when a target is missed.  This is a script, not a timed test.
+
+``--scale`` measures instead how the sysctl and sshd rules grow with the size of the
+configuration (issue 20): offline roots with 20 / 200 / 2,000 sysctl.d files and 10 / 100 /
+1,000 sshd ``Include`` files, every rule of the family (20 sysctl, 14 SSH rules of
+dl-training) against one rule of it.  Target: all rules cost at most 1.3x one rule at every
+size (the configuration is resolved once per run and shared).  With ``--callgrind`` the
+figure compared is the instruction count (``valgrind --tool=callgrind``: stable on a busy
+machine), else the median wall time::
+
+    python3 bench/bench.py --scale --callgrind [--sizes 0,1,2] [--json F] [--check]
 """
 
 from __future__ import annotations
@@ -186,15 +196,144 @@ def make_host(root: Path, cpus: int, cstates: int, nvme: int, sysctl_files: int)
     return root
 
 
+SSHD_MAIN = """\
+# Debian 12's stock sshd_config, active lines
+Include /etc/ssh/sshd_config.d/*.conf
+KbdInteractiveAuthentication no
+UsePAM yes
+X11Forwarding yes
+PrintMotd no
+AcceptEnv LANG LC_*
+Subsystem\tsftp\t/usr/lib/openssh/sftp-server
+"""
+
+
+def make_sysctl_root(root: Path, files: int) -> Path:
+    """An offline root with ``files`` sysctl.d files spread over /etc, /run and /usr/lib
+    (same basenames shadowing each other), one glob and one exclusion, and the keys of the
+    dl-training rules set (and overridden) in every 40th file."""
+    keys = ["vm.swappiness", "vm.max_map_count", "net.core.rmem_max", "net.core.wmem_max",
+            "vm.dirty_background_ratio", "net.ipv4.tcp_fin_timeout", "kernel.kptr_restrict"]
+    dirs = ("usr/lib/sysctl.d", "etc/sysctl.d", "run/sysctl.d")
+    for i in range(files):
+        lines = [f"# generated file {i}", f"net.ipv4.conf.eth{i}.rp_filter = 1",
+                 f"kernel.sched_x{i} = {i}", f"-net.ipv6.conf.eth{i}.accept_ra"]
+        if i % 40 == 0:
+            lines += [f"{k} = {10 + i}" for k in keys]
+        if i == files // 2:
+            lines += ["net.ipv4.conf.*.rp_filter = 2", "-net.ipv4.conf.lo.rp_filter"]
+        _w(root, f"{dirs[i % 3]}/{i:04d}-bench.conf", "\n".join(lines) + "\n")
+    _w(root, "etc/sysctl.conf", "# empty, as on Debian\n")
+    _w(root, "etc/os-release", 'ID=debian\nVERSION_ID="12"\n')
+    return root
+
+
+def make_sshd_root(root: Path, includes: int) -> Path:
+    """An offline root with Debian's sshd_config and ``includes`` files in
+    sshd_config.d: each sets a few keywords (the first value read wins), every 25th opens a
+    ``Match`` block that overrides one of the rules' keywords."""
+    _w(root, "etc/ssh/sshd_config", SSHD_MAIN)
+    for i in range(includes):
+        lines = [f"# drop-in {i}", f"AcceptEnv BENCH_{i}_*", f"ClientAliveInterval {300 + i}",
+                 f"MaxAuthTries {3 + i % 3}", f"PermitRootLogin {'no' if i % 2 else 'yes'}"]
+        if i % 25 == 0:
+            lines += [f"Match User bench{i},svc{i} Address 10.{i % 250}.0.0/16",
+                      "    X11Forwarding no", f"    PermitRootLogin {'no' if i else 'yes'}",
+                      "    PasswordAuthentication no"]
+        _w(root, f"etc/ssh/sshd_config.d/{i:04d}-bench.conf", "\n".join(lines) + "\n")
+    _w(root, "etc/os-release", 'ID=debian\nVERSION_ID="12"\n')
+    return root
+
+
+def rule_ids(prefix: str) -> list[str]:
+    """The dl-training rules whose id starts with ``prefix``, in ruleset order."""
+    data = json.loads((REPO / "rulesets" / "dl-training.json").read_text())
+    return [r["id"] for r in data["data"]["rules"] if str(r["id"]).startswith(prefix)]
+
+
+def callgrind(argv: list[str], cwd: str) -> int:
+    """Instructions executed by ``argv`` (all processes it starts), from callgrind."""
+    out = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
+                          *argv], capture_output=True, text=True, env=bench_env(), cwd=cwd,
+                         check=False)
+    if out.returncode not in OK_CODES:
+        raise SystemExit(f"bench: {' '.join(argv)[:200]} exited {out.returncode}:\n"
+                         f"{out.stderr[-2000:]}")
+    for line in out.stderr.splitlines():
+        if "Collected :" in line:
+            return int(line.rsplit(":", 1)[1].strip())
+    raise SystemExit(f"bench: no instruction count from callgrind:\n{out.stderr[-2000:]}")
+
+
+SCALE_SIZES = ((20, 10), (200, 100), (2000, 1000))
+"""(sysctl.d files, sshd Include files) of the scale mode's roots."""
+
+
+def scale(args: argparse.Namespace, exe: str) -> int:
+    """``--scale``: all rules of a family against one rule, at each configuration size."""
+    families = {"sysctl": rule_ids("SYSCTL-"), "sshd": rule_ids("SSH-")}
+    tmp = Path(tempfile.mkdtemp(prefix="aiaudit-bench-scale-"))
+    unit = "Minstr" if args.callgrind else "ms"
+    rows: list[dict[str, object]] = []
+    try:
+        for idx in [int(x) for x in args.sizes.split(",")]:
+            n_sysctl, n_sshd = SCALE_SIZES[idx]
+            roots = {"sysctl": (n_sysctl, make_sysctl_root(tmp / f"sysctl{n_sysctl}", n_sysctl)),
+                     "sshd": (n_sshd, make_sshd_root(tmp / f"sshd{n_sshd}", n_sshd))}
+            for fam, (size, root) in roots.items():
+                ids = families[fam]
+                # deadlines far away: under valgrind a rule runs ~50x slower, and a rule
+                # abandoned at its deadline is work measured twice
+                base = [exe, "scan", "--ruleset", "dl-training", "--root", str(root),
+                        "--format", "json", "--timeout", "3600", "--rule-timeout", "3600",
+                        "--only"]
+                figures = {}
+                for label, only in (("one", ids[:1]), ("all", ids)):
+                    argv = [*base, *only]
+                    measure(argv, 1, str(tmp))  # warm the page cache and .pyc files
+                    if args.callgrind:
+                        figures[label] = callgrind(argv, str(tmp)) / 1e6
+                        figures[f"{label}_rss_mb"] = measure(argv, 1, str(tmp))["peak_rss_mb"]
+                    else:
+                        m = measure(argv, args.runs, str(tmp))
+                        figures[label] = m["median_s"] * 1000
+                        figures[f"{label}_rss_mb"] = m["peak_rss_mb"]
+                row = {"family": fam, "size": size, "rules": len(ids), "unit": unit,
+                       **figures, "ratio": figures["all"] / figures["one"]}
+                rows.append(row)
+                print(f"{fam:<7} {size:>5} files  one {figures['one']:>9.1f} {unit}  "
+                      f"all({len(ids)}) {figures['all']:>9.1f} {unit}  "
+                      f"ratio {row['ratio']:.2f}  peak {figures['all_rss_mb']:.1f} MB",
+                      flush=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    worst = max(float(r["ratio"]) for r in rows)  # type: ignore[arg-type]
+    rss = max(max(float(r["one_rss_mb"]), float(r["all_rss_mb"]))  # type: ignore[arg-type]
+              for r in rows)
+    print(f"\nall_vs_one (<= 1.3)        {worst:8.2f}  {'ok' if worst <= 1.3 else 'MISSED'}")
+    print(f"peak_rss_mb (<= 40)        {rss:8.2f}  {'ok' if rss <= 40 else 'MISSED'}")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"scale": rows, "aiaudit": exe}, indent=2))
+    return 0 if (worst <= 1.3 and rss <= 40) or not args.check else 1
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--runs", type=int, default=15)
+    ap.add_argument("--scale", action="store_true",
+                    help="all rules vs one rule on growing sysctl.d / sshd configurations")
+    ap.add_argument("--callgrind", action="store_true",
+                    help="--scale: compare instruction counts (valgrind), not wall time")
+    ap.add_argument("--sizes", default="0,1,2",
+                    help="--scale: which sizes (0: 20/10 files, 1: 200/100, 2: 2000/1000)")
     ap.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
     ap.add_argument("--check", action="store_true", help="exit 1 if a target is missed")
     ap.add_argument("--aiaudit", default=None, help="aiaudit executable (default: venv's)")
     args = ap.parse_args()
     exe = args.aiaudit or shutil.which("aiaudit", path=str(Path(sys.executable).parent)) \
         or "aiaudit"
+    if args.scale:
+        return scale(args, exe)
     python = interpreter_of(exe)
     editable = is_editable(python)
     tmp = Path(tempfile.mkdtemp(prefix="aiaudit-bench-"))

@@ -10,6 +10,18 @@ that is not start-up)::
     python3 bench/prolog_bench.py --ruleset dl-training --root /mnt/image -- --offline
 
 Arguments after ``--`` go to ``aiaudit scan``.  ``--json`` prints one JSON object instead.
+
+``--script PROLOG`` times the prolog script itself as slurmd runs it (issue 20): executed
+directly, cwd ``/``, stdin ``/dev/null``, output captured, an environment of only SLURM_*
+variables (plus ``AIAUDIT_PROLOG_ENV``, naming the settings file this benchmark writes in
+place of ``/etc/aiaudit/prolog.env``).  Interleaved with it: a no-op prolog (``exit 0``) and
+the scan alone (the script's own ``aiaudit`` command, same environment).  Wall time and the
+CPU time of each process tree (user + system, all children: the figure that holds on a
+loaded machine) are reported; target: the prolog adds at most 2x the scan's own time over
+the no-op prolog::
+
+    python3 bench/prolog_bench.py --script examples/slurm/prolog.sh \
+        --aiaudit /usr/local/bin/aiaudit -n 30
 """
 
 from __future__ import annotations
@@ -81,6 +93,79 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+SLURMD_ENV = {"SLURM_JOB_ID": "4242", "SLURM_JOB_UID": "0", "SLURM_JOB_GID": "0",
+              "SLURM_JOBID": "4242", "SLURM_SCRIPT_CONTEXT": "prolog_slurmd",
+              "SLURM_CLUSTER_NAME": "bench", "SLURM_JOB_PARTITION": "debug",
+              "SLURMD_NODENAME": "node1", "SLURM_NODELIST": "node1",
+              "SLURM_CONF": "/etc/slurm/slurm.conf"}
+"""What slurmd 22.05 puts in a prolog's environment (``_build_env`` in
+``src/slurmd/slurmd/req.c``), SLURM_JOB_USER added from ``--user``."""
+
+
+def _timed(argv: list[str], env: dict[str, str]) -> tuple[float, float, int]:
+    """(wall s, CPU s of the process tree, exit code) of one run started as slurmd does."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(argv, env=env, cwd="/", stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    assert proc.stdout is not None
+    proc.stdout.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    proc.stdout.close()
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return wall, usage.ru_utime + usage.ru_stime, proc.returncode
+
+
+def measure_script(args: argparse.Namespace) -> dict[str, Any]:
+    """``--script``: no-op prolog, the prolog script and the scan alone, interleaved."""
+    import shutil
+    import tempfile
+
+    exe = args.aiaudit or shutil.which("aiaudit", path=os.path.dirname(sys.executable))
+    if not exe or not os.access(exe, os.X_OK):
+        sys.exit("--script needs --aiaudit PATH (an aiaudit executable)")
+    tmp = tempfile.mkdtemp(prefix="aiaudit-prolog-bench-")
+    try:
+        report, reason = f"{tmp}/run/prolog-last.json", f"{tmp}/run/prolog.reason"
+        conf = f"{tmp}/prolog.env"
+        with open(conf, "w", encoding="utf-8") as fh:
+            fh.write(f"AIAUDIT={shlex.quote(exe)}\nAIAUDIT_RULESET={args.ruleset}\n"
+                     f"AIAUDIT_REPORT={report}\nAIAUDIT_REASON_FILE={reason}\n")
+        noop = f"{tmp}/noop.sh"
+        with open(noop, "w", encoding="utf-8") as fh:
+            fh.write("#!/bin/sh\nexit 0\n")
+        os.chmod(noop, 0o755)
+        env = {**SLURMD_ENV, "SLURM_JOB_USER": args.user, "AIAUDIT_PROLOG_ENV": conf}
+        script = os.path.abspath(args.script)
+        cases = {
+            "noop prolog": (["/bin/sh", noop], env),
+            "prolog script": (["/bin/sh", script, *args.extra], env),
+            # what the script runs, alone (HOME as the script sets it)
+            "scan alone": ([exe, "scan", "--prolog", "--ruleset", args.ruleset, "--fail-on",
+                            "high", "--on-error", "pass", "--timeout", "10", "--output",
+                            f"json:{report}", *args.extra], {**env, "HOME": "/root"}),
+        }
+        for argv, e in cases.values():
+            for _ in range(args.warmup):
+                _timed(argv, e)
+        got: dict[str, list[tuple[float, float, int]]] = {k: [] for k in cases}
+        for _ in range(args.n):
+            for name, (argv, e) in cases.items():
+                got[name].append(_timed(argv, e))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    out: dict[str, Any] = {"script": script, "aiaudit": exe, "runs": args.n, "cases": {}}
+    for name, runs in got.items():
+        out["cases"][name] = {"wall_median_s": round(statistics.median(r[0] for r in runs), 4),
+                              "cpu_median_s": round(statistics.median(r[1] for r in runs), 4),
+                              "exit_codes": sorted({r[2] for r in runs})}
+    c = out["cases"]
+    for kind in ("wall", "cpu"):
+        added = c["prolog script"][f"{kind}_median_s"] - c["noop prolog"][f"{kind}_median_s"]
+        out[f"{kind}_added_over_scan"] = round(added / c["scan alone"][f"{kind}_median_s"], 2)
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -93,10 +178,24 @@ def main(argv: Sequence[str] | None = None) -> int:
                    help="SLURM_JOB_USER when not set (default $USER)")
     p.add_argument("--aiaudit", help="command to run instead of 'python -m aiaudit'")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--script", metavar="PROLOG",
+                   help="time this prolog script as slurmd runs it (vs a no-op prolog and "
+                        "the scan alone)")
     p.add_argument("extra", nargs="*", help="after --: more arguments for aiaudit scan")
     args = p.parse_args(argv)
     if args.n < 1:
         p.error("-n must be >= 1")
+    if args.script:
+        res = measure_script(args)
+        if args.json:
+            print(json.dumps(res))
+            return 0
+        for name, r in res["cases"].items():
+            print(f"{name:<14} wall {r['wall_median_s'] * 1000:7.1f} ms   cpu "
+                  f"{r['cpu_median_s'] * 1000:7.1f} ms   exit {r['exit_codes']}")
+        print(f"prolog - noop = {res['wall_added_over_scan']:.2f}x the scan's wall time, "
+              f"{res['cpu_added_over_scan']:.2f}x its CPU time (target <= 2)")
+        return 0
     res = measure(args)
     if args.json:
         print(json.dumps(res))

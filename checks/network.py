@@ -149,19 +149,25 @@ class Owners:
 
 
 def find_owners(host: Host, inodes: set[int]) -> Owners:
-    """Processes holding the sockets ``inodes`` (``/proc/<pid>/fd/*`` -> ``socket:[N]``)."""
+    """Processes holding the sockets ``inodes`` (``/proc/<pid>/fd/*`` -> ``socket:[N]``).
+
+    The walk goes in pid order and stops after the process that owns the last socket
+    without an owner so far: every socket gets the processes found up to there (the first
+    is the one that opened it; forked workers that share it later are not listed).  A
+    host with thousands of processes no longer reads every fd link of every process."""
     want = {f"socket:[{i}]": i for i in inodes if i}
+    pending = set(want.values())
     found: dict[int, set[int]] = {}
     unreadable = 0
     links = 0
     start = time.monotonic()
     complete = True
     try:
-        pids = [p for p in host.listdir("/proc") if p.isdigit()]
+        pids = sorted((p for p in host.listdir("/proc") if p.isdigit()), key=int)
     except HostError:
         pids = []
     for pid in pids:
-        if not want:
+        if not pending:
             break
         if links > MAX_FD_LINKS or time.monotonic() - start > OWNER_BUDGET_S \
                 or host.deadline.expired():
@@ -177,6 +183,7 @@ def find_owners(host: Host, inodes: set[int]) -> Owners:
             target = host.readlink(f"/proc/{pid}/fd/{fd}")
             if target in want:
                 found.setdefault(want[target], set()).add(int(pid))
+                pending.discard(want[target])
     owners: dict[int, tuple[Owner, ...]] = {}
     more: dict[int, int] = {}
     for inode, pset in found.items():
@@ -288,7 +295,8 @@ def run_listening(ctx: CheckContext) -> Iterator[Result]:
     allowed_txt = ", ".join(p["allowed"]) or "none"
     bad = [s for s in exposed(socks, p["udp"]) if not nf.port_allowed(allowed, s.proto,
                                                                         s.port)]
-    owners = owners_for(host, socks)
+    # only an unexpected listener needs its owner named: no walk of /proc otherwise
+    owners = owners_for(host, socks) if bad else Owners({}, 0, True)
     for s in bad:
         subject = f"{s.port}/{s.proto} {_addr_text(s)}"
         who = _owner_text(s, owners)

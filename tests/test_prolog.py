@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -211,6 +212,106 @@ def test_example_prolog_runs_no_slurm_command(tmp_path: Path, sysctl_roots) -> N
     assert not names & slurm, names
 
 
+def _as_slurmd(tmp_path: Path, *args: str, trace: str = "", verbose: bool = False,
+               **settings: str) -> tuple[subprocess.CompletedProcess[str], str]:
+    """Run the prolog as slurmd does: only SLURM_* variables (plus where this test keeps
+    the settings file, /etc/aiaudit/prolog.env on a node), cwd /, stdin /dev/null."""
+    conf = tmp_path / "prolog.env"
+    base = {"AIAUDIT": str(AIAUDIT), "AIAUDIT_RULESET": "dl-training",
+            "AIAUDIT_FAIL_ON": "medium", "AIAUDIT_REPORT": str(tmp_path / "run" / "last.json"),
+            "AIAUDIT_REASON_FILE": str(tmp_path / "run" / "reason")}
+    conf.write_text("".join(f"{k}='{v}'\n" for k, v in {**base, **settings}.items()))
+    env = {"SLURM_JOB_ID": "4242", "SLURM_JOB_USER": "alice", "SLURM_JOB_UID": "1000",
+           "SLURM_SCRIPT_CONTEXT": "prolog_slurmd", "AIAUDIT_PROLOG_ENV": str(conf)}
+    argv = ["/bin/sh", str(PROLOG), *args]
+    log = tmp_path / "trace.log"
+    if trace:
+        argv = ["strace", "-f", "-qq", *(("-v", "-s", "256") if verbose else ()),
+                "-e", f"trace={trace}", "-o", str(log), *argv]
+    proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60,
+                          cwd="/", stdin=subprocess.DEVNULL)
+    return proc, log.read_text() if trace else ""
+
+
+def _execs(trace: str) -> list[str]:
+    return [os.path.basename(line.split('execve("', 1)[1].split('"', 1)[0])
+            for line in trace.splitlines()
+            if "execve(" in line and "= 0" in line.rsplit(")", 1)[-1]]
+
+
+def test_example_prolog_reads_settings_file_under_slurmd_env(tmp_path: Path,
+                                                            sysctl_roots) -> None:
+    if not AIAUDIT.exists():
+        pytest.skip("aiaudit is not installed in the venv")
+    _, bad = sysctl_roots
+    only = ("--only", "SYSCTL-VM-SWAPPINESS")
+    proc, _ = _as_slurmd(tmp_path, "--root", str(bad), *only)
+    line = "aiaudit: FAIL SYSCTL-VM-SWAPPINESS (vm.swappiness: 60, expected <= 10)"
+    assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", line + "\n")
+    assert (tmp_path / "run" / "reason").read_text() == line + "\n"
+    report = (tmp_path / "run" / "last.json").read_text()
+    assert report.count("\n") == 1 and json.loads(report)["host"]["root"] == str(bad)
+    proc, _ = _as_slurmd(tmp_path, "--root", str(bad), *only, AIAUDIT_FAIL_ON="high")
+    assert proc.returncode == 0
+    assert not (tmp_path / "run" / "reason").exists()  # a fit node clears the old reason
+
+
+def test_example_prolog_settings_file_is_read_not_run(tmp_path: Path, sysctl_roots) -> None:
+    """Only KEY=value lines of the known keys count; anything else in the file is neither
+    run nor fatal (a broken file must not drain every node), a bad timeout falls back."""
+    if not AIAUDIT.exists():
+        pytest.skip("aiaudit is not installed in the venv")
+    _, bad = sysctl_roots
+    marker = tmp_path / "ran"
+    conf = tmp_path / "prolog.env"
+    conf.write_text(f"# site settings\nAIAUDIT=\"{AIAUDIT}\"\nAIAUDIT_FAIL_ON='medium'\n"
+                    f"AIAUDIT_REPORT={tmp_path}/run/last.json\n"
+                    f"AIAUDIT_REASON_FILE={tmp_path}/run/reason\nAIAUDIT_TIMEOUT=ten\n"
+                    f"touch {marker}\nAIAUDIT_EXTRA=$(touch {marker})\nif then fi (\n"
+                    "export AIAUDIT_FAIL_ON=critical\n"  # not a KEY=value line: ignored
+                    "AIAUDIT_RULESET=dl-training")  # the last line, without a newline
+    env = {"SLURM_JOB_ID": "1", "SLURM_JOB_USER": "alice", "AIAUDIT_PROLOG_ENV": str(conf)}
+    proc = subprocess.run(["/bin/sh", str(PROLOG), "--root", str(bad), "--only",
+                           "SYSCTL-VM-SWAPPINESS"], env=env, capture_output=True, text=True,
+                          timeout=60, cwd="/")
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr.startswith("aiaudit: FAIL SYSCTL-VM-SWAPPINESS")
+    assert not marker.exists()
+    report = json.loads((tmp_path / "run" / "last.json").read_text())
+    assert report["ruleset"]["name"] == "dl-training"
+
+
+def test_example_prolog_starts_only_timeout_and_aiaudit(tmp_path: Path, sysctl_roots) -> None:
+    """A fit node: the prolog starts `timeout` and `aiaudit`, nothing else (no dirname,
+    mkdir once the directories exist, grep, tail, rm), and Python looks up no user (no
+    HOME under slurmd: site.py would ask the passwd database for the home directory)."""
+    need_program("strace")
+    if not AIAUDIT.exists():
+        pytest.skip("aiaudit is not installed in the venv")
+    good, _ = sysctl_roots
+    only = ("--root", str(good), "--only", "SYSCTL-VM-SWAPPINESS")
+    proc, trace = _as_slurmd(tmp_path, *only, trace="execve")
+    assert proc.returncode == 0, proc.stderr
+    assert "mkdir" in _execs(trace)  # first run: creates the report's directory
+    proc, trace = _as_slurmd(tmp_path, *only, trace="execve")
+    assert proc.returncode == 0, proc.stderr
+    execs = _execs(trace)
+    assert execs[0] == "sh" and execs[1:3] == ["timeout", AIAUDIT.name], execs
+    assert len([e for e in execs[3:] if not e.startswith("python")]) == 0, execs
+    # strace -v: the scan gets a HOME, which spares it the passwd lookup that Python's
+    # site.py makes without one (shown on the interpreter itself)
+    _, trace = _as_slurmd(tmp_path, *only, trace="execve,openat", verbose=True)
+    scan = next(ln for ln in trace.splitlines() if f'execve("{AIAUDIT}"' in ln)
+    assert '"HOME=/root"' in scan
+    assert "/etc/nsswitch.conf" not in trace and '"/etc/passwd"' not in trace
+    base = getattr(sys, "_base_executable", sys.executable)
+    for env, looks_up in (({}, True), ({"HOME": "/root"}, False)):
+        log = tmp_path / "py.log"
+        subprocess.run(["strace", "-f", "-qq", "-e", "trace=openat", "-o", str(log), base,
+                        "-c", "pass"], env=env, check=True, cwd="/")
+        assert ("/etc/nsswitch.conf" in log.read_text()) is looks_up, env
+
+
 def test_example_prolog_passes_shellcheck() -> None:
     need_program("shellcheck")
     proc = subprocess.run(["shellcheck", "-s", "sh", str(PROLOG)], capture_output=True,
@@ -236,3 +337,25 @@ def test_prolog_bench_measures(tmp_path: Path, sysctl_roots, capsys) -> None:
     assert res["runs"] == 2 and res["exit_codes"] == [0]
     assert 0 < res["wall_median_s"] <= res["wall_p95_s"] and res["scan_median_s"] is not None
     assert "--prolog" in res["command"] and "--ruleset dl-training" in res["command"]
+
+
+def test_prolog_bench_script_mode(tmp_path: Path, sysctl_roots, capsys) -> None:
+    """``--script``: the prolog as slurmd runs it, a no-op prolog and the scan alone."""
+    import importlib.util
+
+    if not AIAUDIT.exists():
+        pytest.skip("aiaudit is not installed in the venv")
+    spec = importlib.util.spec_from_file_location("prolog_bench",
+                                                  REPO / "bench" / "prolog_bench.py")
+    assert spec and spec.loader
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    good, _ = sysctl_roots
+    assert bench.main(["--script", str(PROLOG), "--aiaudit", str(AIAUDIT), "-n", "1",
+                       "--warmup", "0", "--json", "--ruleset", "dl-training", "--user", "root",
+                       "--", "--root", str(good), "--only", "SYSCTL-VM-SWAPPINESS"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert {n: c["exit_codes"] for n, c in res["cases"].items()} == {
+        "noop prolog": [0], "prolog script": [0], "scan alone": [0]}
+    assert res["cases"]["prolog script"]["cpu_median_s"] > 0
+    assert res["cpu_added_over_scan"] > 0 and res["wall_added_over_scan"] > 0

@@ -12,6 +12,11 @@ and ``"rules": [`` is the top-level key and nothing else; the same holds for the
 ``"results": [`` that follows it.  When the markers are absent or out of order (compact
 JSON lines, another indentation), or the shortened text does not decode, the whole text is
 decoded: the result is always that of ``json.loads``, less the top-level ``rules``.
+
+``scan`` writes compact JSON to files and pipes (``--pretty`` or a terminal indents it), so
+the shortcut serves indented reports only; a compact report is decoded whole, which is
+exact and costs the 0.16 ms above.  In compact JSON the top-level key cannot be told from a
+nested ``"rules"`` key by its text alone, so no cut is attempted there.
 """
 
 from __future__ import annotations

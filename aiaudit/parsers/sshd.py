@@ -806,19 +806,64 @@ class SshdConfig:
         self.includes: list[IncludeLine] = []
         """Every ``Include`` line (with the files it expanded to)."""
         self._startup: list[tuple[Directive, bool]] | None = None
+        self._startup_set: dict[str, list[Directive]] | None = None
+        self._known: Mapping[str, list[_Line]] = {}
+        """Lines of files already read and split by the configuration this one derives
+        from (:meth:`with_file`)."""
+        self._checked: dict[int, tuple[str, tuple[str, ...]] | ParseError] = {}
+        """:func:`_validate` of each line (by ``id``; the lines live in ``_lexed``): every
+        pass re-reads every line, and a run makes one pass per Match block."""
+
+    def with_file(self, path: str, text: str) -> SshdConfig:
+        """This configuration as sshd would read it with ``path`` holding ``text`` (found by
+        every Include glob that matches it): a new, checked configuration (ParseError if
+        sshd would refuse it) that reuses what was read, split and validated of the other
+        files.  Used to ask whether a drop-in would win."""
+        def read(p: str) -> str:
+            return text if p == path else self.reader(p)
+
+        def glob(pattern: str) -> Sequence[str]:
+            found = list(self.globber(pattern))
+            if path not in found and glob_matches(pattern, path):
+                found = sorted([*found, path], key=lambda p: p.encode())
+            return found
+
+        new = SshdConfig(self.main, read, glob)
+        new._known = {p: ls for p, ls in {**self._known, **self._lexed}.items() if p != path}
+        new._checked = dict(self._checked)  # ids of lines that stay alive in new._known
+        for ln in (*self._lexed.get(path, ()), *self._known.get(path, ())):
+            new._checked.pop(id(ln), None)  # replaced lines: their ids may be reused
+        new.check()
+        return new
 
     # -- reading
     def _lines(self, path: str) -> list[_Line]:
         if path not in self._lexed:
-            try:
-                text = self.reader(path)
-            except ParseError:
-                raise
-            except Exception as exc:  # the callback's error: sshd exits (fopen failed)
-                raise ParseError(f"cannot read: {exc}", source=path) from None
-            self._lexed[path] = _lex_file(path, text)
+            known = self._known.get(path)
+            if known is not None:
+                self._lexed[path] = known
+            else:
+                try:
+                    text = self.reader(path)
+                except ParseError:
+                    raise
+                except Exception as exc:  # the callback's error: sshd exits (fopen failed)
+                    raise ParseError(f"cannot read: {exc}", source=path) from None
+                self._lexed[path] = _lex_file(path, text)
             self.files.append(path)
         return self._lexed[path]
+
+    def _validate(self, kw: Keyword, ln: _Line, path: str) -> tuple[str, tuple[str, ...]]:
+        hit = self._checked.get(id(ln))
+        if hit is None:
+            try:
+                hit = _validate(kw, ln, path)
+            except ParseError as exc:
+                hit = exc
+            self._checked[id(ln)] = hit
+        if isinstance(hit, ParseError):
+            raise hit
+        return hit
 
     def _expand(self, pattern: str, path: str, n: int) -> tuple[str, ...]:
         if pattern not in self._globs:
@@ -889,7 +934,7 @@ class SshdConfig:
                         raise _err(f"Directive '{kw.name}' is not allowed within a Match "
                                    "block", path, ln.lineno)
                     continue
-                value, args = _validate(kw, ln, path)
+                value, args = self._validate(kw, ln, path)
                 if kw.vtype == "ignore":
                     continue
                 if kw.vtype == "authmethods":
@@ -967,7 +1012,9 @@ class SshdConfig:
                 return match_connection(b, c)
         else:
             matcher = conn
-        return Effective(_collect(self._startup), _collect(self._walk(matcher)))
+        if self._startup_set is None:  # shared, read-only, by every Effective
+            self._startup_set = _collect(self._startup)
+        return Effective(self._startup_set, _collect(self._walk(matcher)))
 
     def value(self, keyword: str, conn: Connection | MatchFn | None = None) -> Setting:
         """Effective value of one keyword (any spelling, aliases resolved)."""

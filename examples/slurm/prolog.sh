@@ -25,16 +25,54 @@
 # This script runs no Slurm command (no scontrol/sinfo/squeue: they would hit slurmctld
 # from every node at every job start).  The training user comes from $SLURM_JOB_USER,
 # which slurmd sets in the prolog environment.  Extra arguments are passed to aiaudit.
+#
+# Settings: slurmd starts a prolog with only SLURM_* variables in its environment, so they
+# are read from /etc/aiaudit/prolog.env (root-owned, mode 0644; KEY=value lines, each
+# optional; its values win over the environment of a manual run):
+#   AIAUDIT=/usr/local/bin/aiaudit    AIAUDIT_RULESET=slurm-preflight
+#   AIAUDIT_FAIL_ON=high              AIAUDIT_ON_ERROR=pass     AIAUDIT_TIMEOUT=10
+#   AIAUDIT_REPORT=/run/aiaudit/prolog-last.json
+#   AIAUDIT_REASON_FILE=/run/aiaudit/prolog.reason
+#
+# Every job start waits for this script, so it starts no process it can do without: one
+# `timeout` and one `aiaudit` when the node is fit (bench/prolog_bench.py --script).
 
 # Slurm runs prologs without a search path.
 PATH=/usr/sbin:/usr/bin:/sbin:/bin
 export PATH
+# slurmd runs the prolog as SlurmdUser (root) without HOME: Python would then look the
+# user up in the passwd database (NSS) at every start, to find its per-user site directory.
+HOME=${HOME:-/root}
+export HOME
 
+# The settings file is read, not run: only KEY=value lines for the keys below count (the
+# value may be in single or double quotes); a broken file cannot stop the script, and so
+# cannot drain the node.
+CONF=${AIAUDIT_PROLOG_ENV:-/etc/aiaudit/prolog.env}
+if [ -r "$CONF" ]; then
+    while IFS= read -r line || [ -n "$line" ]; do
+        case $line in
+            AIAUDIT=*|AIAUDIT_RULESET=*|AIAUDIT_FAIL_ON=*|AIAUDIT_ON_ERROR=*|\
+            AIAUDIT_TIMEOUT=*|AIAUDIT_REPORT=*|AIAUDIT_REASON_FILE=*) ;;
+            *) continue ;;
+        esac
+        key=${line%%=*}
+        value=${line#*=}
+        case $value in
+            \"*\") value=${value#\"}; value=${value%\"} ;;
+            \'*\') value=${value#\'}; value=${value%\'} ;;
+        esac
+        eval "$key=\$value"
+    done < "$CONF"
+fi
 AIAUDIT=${AIAUDIT:-/usr/local/bin/aiaudit}
 RULESET=${AIAUDIT_RULESET:-slurm-preflight}
 FAIL_ON=${AIAUDIT_FAIL_ON:-high}
 ON_ERROR=${AIAUDIT_ON_ERROR:-pass}
 TIMEOUT=${AIAUDIT_TIMEOUT:-10}
+case $TIMEOUT in
+    ''|*[!0-9]*) TIMEOUT=10 ;;  # whole seconds: it is also the outer deadline's arithmetic
+esac
 REPORT=${AIAUDIT_REPORT:-/run/aiaudit/prolog-last.json}
 REASON_FILE=${AIAUDIT_REASON_FILE:-/run/aiaudit/prolog.reason}
 
@@ -45,28 +83,49 @@ log() {
     fi
 }
 
+# dirname(1) without a process: sets $dir
+dir_of() {
+    case $1 in
+        */*) dir=${1%/*}; dir=${dir:-/} ;;
+        *) dir=. ;;
+    esac
+}
+
 if [ ! -x "$AIAUDIT" ]; then
     log "aiaudit: not installed at $AIAUDIT; pre-flight check skipped"
     exit 0
 fi
-mkdir -p "$(dirname "$REPORT")" "$(dirname "$REASON_FILE")" 2>/dev/null
+dir_of "$REPORT"; report_dir=$dir
+dir_of "$REASON_FILE"
+if [ ! -d "$report_dir" ] || [ ! -d "$dir" ]; then
+    mkdir -p "$report_dir" "$dir" 2>/dev/null
+fi
 
 # A second, outer deadline (coreutils timeout, not Slurm): even a read stuck in the
 # kernel cannot hold the job longer than the scan deadline plus 5 seconds.
-# stdout (the report) is discarded; the JSON report is kept in $REPORT for the admin;
-# stderr carries the one-line reason.
+# The JSON report goes to $REPORT for the admin (nothing to stdout); stderr carries the
+# one-line reason.
 stderr=$(timeout -k 2 $((TIMEOUT + 5)) "$AIAUDIT" scan --prolog \
     --ruleset "$RULESET" --fail-on "$FAIL_ON" --on-error "$ON_ERROR" --timeout "$TIMEOUT" \
-    --format json --output "json:$REPORT" "$@" 2>&1 >/dev/null)
+    --output "json:$REPORT" "$@" 2>&1 >/dev/null)
 rc=$?
 # the reason is the last "aiaudit: " line (anything else on stderr is noise, e.g. warnings)
-reason=$(printf '%s\n' "$stderr" | grep '^aiaudit: ' | tail -n 1)
+reason=
+while IFS= read -r line; do
+    case $line in
+        "aiaudit: "*) reason=$line ;;
+    esac
+done <<END
+$stderr
+END
 
 case $rc in
     0)
         # Nothing to drain for; a warning (rules not evaluated) is still logged.
         [ -n "$reason" ] && log "$reason"
-        rm -f "$REASON_FILE"
+        if [ -e "$REASON_FILE" ] || [ -L "$REASON_FILE" ]; then
+            rm -f "$REASON_FILE"
+        fi
         exit 0 ;;
     1|3)
         [ -n "$reason" ] || reason="aiaudit: exit $rc"

@@ -231,3 +231,67 @@ def test_one_proc_walk_per_scan(make_root) -> None:
     assert Counting.walks == 1
     assert {f.result.subject for f in run.findings} == {
         "6006/tcp 0.0.0.0", "9999/tcp 0.0.0.0", "TensorBoard 6006/tcp 0.0.0.0"}
+
+
+class _CountingHost:
+    """A live Host on a fixture root that records the paths it lists and the links it
+    reads."""
+
+    @staticmethod
+    def make(root):
+        from aiaudit.host import Host
+
+        class Counting(Host):
+            def __init__(self, *a, **kw) -> None:
+                super().__init__(*a, **kw)
+                self.listed: list[str] = []
+                self.links: list[str] = []
+
+            def listdir(self, path: str) -> list[str]:
+                self.listed.append(path)
+                return super().listdir(path)
+
+            def readlink(self, path: str) -> str | None:
+                self.links.append(path)
+                return super().readlink(path)
+
+        return Counting(str(root), live=True)
+
+
+def test_owner_walk_stops_once_every_socket_is_owned(make_root) -> None:
+    from aiaudit.checks import network
+
+    procs = {5: ("tensorboard", "tensorboard", {3: 1}), 6: ("nc", "nc -l 9999", {4: 2}),
+             7: ("tensorboard", "tensorboard worker", {3: 1})}
+    procs.update({pid: ("idle", "idle", {fd: 1000 + fd for fd in range(3, 40)})
+                  for pid in range(8, 30)})
+    files, links = proc(tcp=row("0.0.0.0", 6006, 0x0A, 1) + row("0.0.0.0", 9999, 0x0A, 2),
+                        procs=procs)
+    host = _CountingHost.make(make_root(files, links))
+    owners = network.find_owners(host, {1, 2})
+    assert owners.complete and {i: [o.pid for o in os_] for i, os_ in
+                                owners.by_inode.items()} == {1: [5], 2: [6]}
+    # in pid order: nothing after pid 6 is opened (pid 7 shares socket 1: not listed)
+    read_pids = {p.split("/")[2] for p in host.links}
+    assert read_pids <= {"5", "6"}, sorted(read_pids)
+    # a socket nobody holds: the walk goes on to the end (and says so)
+    host = _CountingHost.make(make_root(files, links))
+    owners = network.find_owners(host, {1, 3})
+    assert 3 not in owners.by_inode and "/proc/29/fd/39" in host.links
+
+
+def test_listening_rule_walks_proc_only_for_an_unexpected_listener(make_root) -> None:
+    from aiaudit.api import CheckContext
+    from aiaudit.plugins import registry
+
+    files, links = proc(tcp=row("0.0.0.0", 22, 0x0A, 1),
+                        procs={5: ("sshd", "sshd -D", {3: 1})})
+    root = make_root(files, links)
+    spec = registry().checks["network.listening_ports"]
+    params = {"allowed": ["22/tcp"], "udp": True, "firewall_aware": False}
+    host = _CountingHost.make(root)
+    [r] = spec.run(CheckContext(host, params))
+    assert r.status is Status.PASS and "/proc" not in host.listed and not host.links
+    host = _CountingHost.make(root)
+    [r] = spec.run(CheckContext(host, {**params, "allowed": []}))
+    assert r.status is Status.FAIL and "sshd[pid 5]" in r.message and "/proc" in host.listed

@@ -180,6 +180,66 @@ def test_effective_setting_helper(make_root) -> None:
     assert effective_setting(Host(str(make_root({}))), "UsePAM") is None
 
 
+def test_passes_computed_once_per_run_for_all_rules(make_root, monkeypatch) -> None:
+    """Every SSH rule of a run shares one connection pass per Match block (and one global
+    pass): the cost is configuration + rules, not their product.  A pass sshd would refuse
+    is an error result for every rule that asks, the same each time."""
+    from aiaudit.checks import sshd as ch
+
+    from aiaudit.api import CheckContext
+    from aiaudit.parsers import sshd as sp
+    from aiaudit.plugins import registry
+
+    root = make_root({MAIN: DEBIAN_TOP + "Match User a\n  X11Forwarding no\n"
+                            "Match User b\n  PermitRootLogin yes\n"
+                            "Match Address 10.0.0.0/8\n  MaxAuthTries 9\n",
+                      "/etc/ssh/sshd_config.d/10.conf": "PermitRootLogin no\n"})
+    host = Host(str(root))
+    shared = ch.load_config(host).config
+    calls: list[object] = []
+    real = sp.SshdConfig.effective
+
+    def counting(self, conn=None):
+        if self is shared:
+            calls.append(conn)
+        return real(self, conn)
+
+    monkeypatch.setattr(sp.SshdConfig, "effective", counting)
+    checks = registry().checks
+    params = [{"keyword": k, "op": "eq", "value": v} for k, v in (
+        ("X11Forwarding", "no"), ("PermitRootLogin", "no"), ("MaxAuthTries", 3),
+        ("PasswordAuthentication", "no"), ("UsePAM", "yes"))]
+    out = [list(checks["ssh.sshd_option"].run(CheckContext(host, p))) for p in params]
+    out.append(list(checks["ssh.sshd_kbdinteractive"].run(CheckContext(host, {}))))
+    assert len(calls) == 1 + 3  # the global pass, then one per Match block
+    assert ch.effective_setting(host, "UsePAM").value == "yes" and len(calls) == 4
+    subjects = {r.subject for rs in out for r in rs}
+    assert "Match User b" in subjects
+    # the same results as each rule computing its own passes
+    monkeypatch.setattr(sp.SshdConfig, "effective", real)
+    fresh = [list(checks["ssh.sshd_option"].run(CheckContext(Host(str(root)), p)))
+             for p in params]
+    fresh.append(list(checks["ssh.sshd_kbdinteractive"].run(CheckContext(Host(str(root)), {}))))
+    assert fresh == out
+
+
+def test_refused_block_pass_is_an_error_for_every_rule(make_root) -> None:
+    from aiaudit.api import CheckContext
+    from aiaudit.plugins import registry
+
+    # fatal for connections matching the block, fine at start-up (as in the test below)
+    root = make_root({MAIN: "PasswordAuthentication no\nMatch User alice\n"
+                            "  PasswordAuthentication yes\n"
+                            "  AuthenticationMethods publickey\n  AuthenticationMethods any\n"})
+    host = Host(str(root))
+    spec = registry().checks["ssh.sshd_option"]
+    runs = [by_subject(spec.run(CheckContext(host, {"keyword": k, "op": "eq", "value": "no"})))
+            for k in ("PasswordAuthentication", "PasswordAuthentication")]
+    blk = runs[1]["Match User alice"]
+    assert blk.status is Status.ERROR and "drop connections" in blk.message
+    assert runs[0] == runs[1]
+
+
 # ------------------------------------------------------------------ live, against sshd -T
 def test_live_matches_sshd_T() -> None:
     """Live scan of this machine: the check's value is what the real `sshd -T` prints."""
