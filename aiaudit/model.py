@@ -120,13 +120,17 @@ class Snippet:
     """One piece of a fix: a file to drop in, or a command to run now."""
 
     kind: str
-    """``file`` (write ``content`` to ``path``), ``enable`` (make unit ``content`` start at
-    boot: ``systemctl enable``, which also works offline with ``--root``) or ``command``
-    (run ``content`` now)."""
+    """``file`` (write ``content`` to ``path``), ``enable`` / ``mask`` (make unit
+    ``content`` start at boot, or never start: ``systemctl enable|mask``, which also works
+    offline with ``--root``), ``edit`` (apply the in-place edit ``content``, an operation
+    of :mod:`aiaudit.edits`, to the file ``path``), ``apply`` (make the running service
+    take the installed files, the guarded way the bundle knows: ``sshd`` validates with
+    ``sshd -t`` and reloads, ``nftables PORTS`` loads the ruleset with a timed rollback)
+    or ``command`` (run ``content`` now)."""
     content: str
-    """File content, or the shell command line."""
+    """File content, unit name, edit operation, apply target, or the shell command."""
     path: str | None = None
-    """Target path on the host for ``file`` snippets."""
+    """Target path on the host for ``file`` and ``edit`` snippets."""
     description: str = ""
     """One line saying what the snippet does."""
 
@@ -139,6 +143,23 @@ class Snippet:
     def enable(cls, unit: str, description: str = "") -> Snippet:
         """Enable systemd unit ``unit`` (a persisted fix: it starts at every boot)."""
         return cls(kind="enable", content=unit, description=description)
+
+    @classmethod
+    def mask(cls, unit: str, description: str = "") -> Snippet:
+        """Mask systemd unit ``unit`` (a persisted fix: it never starts)."""
+        return cls(kind="mask", content=unit, description=description)
+
+    @classmethod
+    def edit(cls, path: str, op: str, description: str = "") -> Snippet:
+        """Edit the file at ``path`` in place with operation ``op`` (see
+        :mod:`aiaudit.edits`)."""
+        return cls(kind="edit", content=op, path=path, description=description)
+
+    @classmethod
+    def apply(cls, target: str, description: str = "") -> Snippet:
+        """Make a running service take the installed configuration (``sshd``, or
+        ``nftables PORTS`` with the TCP ports an SSH session may use)."""
+        return cls(kind="apply", content=target, description=description)
 
     @classmethod
     def command(cls, content: str, description: str = "") -> Snippet:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from typing import Any, Iterator
 
-from aiaudit import boot, systemd, tuned
+from aiaudit import boot, edits, systemd, tuned
 from aiaudit.api import (
     Aspect,
     CheckContext,
@@ -261,10 +261,8 @@ def run_shm(ctx: CheckContext) -> Iterator[Result]:
         rem = Remediation(f"Mount /dev/shm with size={size} from /etc/fstab{where}: "
                           f"`{line.strip()}`, and remount it now. In containers, raise "
                           "--shm-size instead.", (
-                              Snippet.command(
-                                  r"sed -i -E '\|^[^#]*\s/dev/shm\s|d' /etc/fstab && "
-                                  f"echo '{line.strip()}' >> /etc/fstab",
-                                  "replace the /dev/shm line of /etc/fstab"),
+                              Snippet.edit(FSTAB, edits.SET_MOUNT + " " + line.strip(),
+                                           "make it the /dev/shm line of /etc/fstab"),
                               Snippet.command(f"mount -o remount,size={size} /dev/shm",
                                               "resize now")))
     yield Result(status, "/dev/shm", msg, expected=want,
@@ -339,7 +337,10 @@ def run_swap(ctx: CheckContext) -> Iterator[Result]:
             for sub in host.listdir(d):
                 if sub.endswith((".wants", ".requires")):
                     for n in host.listdir(f"{d}/{sub}"):
-                        if n.endswith(".swap") and n not in units:
+                        # a masked unit never starts (systemctl mask: /etc/systemd/system)
+                        masked = any(host.is_masked(f"{m}/{n}") for m in (
+                            "/etc/systemd/system", "/run/systemd/system"))
+                        if n.endswith(".swap") and n not in units and not masked:
                             units.append(n)
                             configured.append(f"{n} (enabled in {d.lstrip('/')}/{sub})")
                             ev.append(Evidence.file(f"{d}/{sub}/{n}"))
@@ -359,10 +360,9 @@ def run_swap(ctx: CheckContext) -> Iterator[Result]:
                                   boot_txt=boot_txt, want="off")
     rem = None
     if status is Status.FAIL:
-        snips = [Snippet.command(r"sed -i -E 's|^([^#].*\sswap\s)|#\1|' /etc/fstab",
-                                 "comment out swap lines in /etc/fstab")]
-        snips += [Snippet.command(f"systemctl mask {u}", "stop the swap unit at boot")
-                  for u in units]
+        # /etc/fstab is not a drop-in: the fix edits it in place (also under ROOT=)
+        snips = [Snippet.edit(FSTAB, edits.COMMENT_SWAP, "comment out swap lines")]
+        snips += [Snippet.mask(u, "stop the swap unit at boot") for u in units]
         if any(c.startswith("zram-generator") for c in configured):
             snips.append(Snippet.file("/etc/systemd/zram-generator.conf",
                                       "# no zram swap on training hosts (aiaudit)\n",
