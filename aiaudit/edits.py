@@ -36,9 +36,9 @@ MARK = "# aiaudit: "
 """Prefix of a line an edit commented out."""
 
 _OP = re.compile(r"^(?:comment-swap"
-                 r"|set-mount [^\s\x00-\x1f\x7f-\x9f]+(?: [^\s\x00-\x1f\x7f-\x9f]+){3}"
+                 r"|set-mount [^\s\x00-\x1f\x7f-\x9f\u2028\u2029]+(?: [^\s\x00-\x1f\x7f-\x9f\u2028\u2029]+){3}"
                  r"(?: [0-9]+){0,2}"
-                 r"|set-directive [A-Za-z][A-Za-z0-9]* [^\x00-\x1f\x7f-\x9f]+)$")
+                 r"|set-directive [A-Za-z][A-Za-z0-9]* [^\x00-\x1f\x7f-\x9f\u2028\u2029]+)$")
 
 
 def valid(op: str) -> bool:

@@ -503,7 +503,11 @@ def _dumper() -> type:
     import yaml
 
     class Dumper(yaml.SafeDumper):
-        """``yaml.SafeDumper`` that writes :class:`_Unsafe` strings as ``!unsafe``."""
+        """``yaml.SafeDumper`` that writes :class:`_Unsafe` strings as ``!unsafe`` and
+        indents block sequences inside mappings (yamllint's default)."""
+
+        def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
+            return super().increase_indent(flow, False)
 
     def rep(d: yaml.SafeDumper, value: _Unsafe) -> yaml.Node:
         return d.represent_scalar("!unsafe", str(value),
@@ -525,11 +529,20 @@ def playbook_loader() -> type:
     return Loader
 
 
+def _name(text: str) -> str:
+    """A task or play name: Ansible templates names, so a report value loses its Jinja
+    delimiters (braces become parentheses) and its control characters."""
+    return clean(text).replace("{", "(").replace("}", ")")[:120]
+
+
 def _path_vars(path: str) -> dict[str, Any]:
     return {"aiaudit_path": _Unsafe(path)}
 
 
-_DEST = "{{ aiaudit_root | regex_replace('/$', '') }}{{ aiaudit_path }}"
+_DEST_EXPR = "(aiaudit_root | regex_replace('/$', '')) ~ aiaudit_path"
+_DEST = "{{ " + _DEST_EXPR + " }}"
+"""Where a host path lands: under ``aiaudit_root`` (a report path is never templated: it
+is an ``!unsafe`` variable)."""
 _OFFLINE = "aiaudit_root != '/'"
 _ONLINE = "aiaudit_root == '/'"
 
@@ -541,7 +554,10 @@ def playbook(run: RunResult, b: Bundle) -> str:
     u = _Unsafe
     tasks: list[dict[str, Any]] = []
     for p in sorted(b.files):
-        tasks.append({"name": u(f"Install {p}"), "vars": _path_vars(p),
+        tasks.append({"name": _name(f"Create the directory of {p}"), "vars": _path_vars(p),
+                      "ansible.builtin.file": {"path": "{{ (" + _DEST_EXPR + ") | dirname }}",
+                                               "state": "directory", "mode": "0755"}})
+        tasks.append({"name": _name(f"Install {p}"), "vars": _path_vars(p),
                       "ansible.builtin.copy": {
                           "src": "{{ playbook_dir }}/" + FILES + "{{ aiaudit_path }}",
                           "dest": _DEST, "owner": "root", "group": "root",
@@ -549,25 +565,25 @@ def playbook(run: RunResult, b: Bundle) -> str:
     for path, op in b.edits:
         name, kw, line = edits.split(op)
         if name == edits.COMMENT_SWAP:
-            tasks.append({"name": u(f"Comment out swap lines in {path}"),
+            tasks.append({"name": _name(f"Comment out swap lines in {path}"),
                           "vars": _path_vars(path), "ansible.builtin.replace": {
                               "path": _DEST, "regexp": r"^([^#\s]\S*\s+\S+\s+swap(\s.*)?)$",
                               "replace": r"#\1", "backup": True}})
             continue
         if name == edits.SET_MOUNT:
-            tasks.append({"name": u(f"Comment out other {kw} lines in {path}"),
+            tasks.append({"name": _name(f"Comment out other {kw} lines in {path}"),
                           "vars": {**_path_vars(path), "aiaudit_regexp": u(
                               r"(?m)^(?!" + re.escape(line) + r"$)([^#\s]\S*[ \t]+"
                               + re.escape(kw) + r"(?:[ \t].*)?)$")},
                           "ansible.builtin.replace": {
                               "path": _DEST, "regexp": "{{ aiaudit_regexp }}",
                               "replace": r"#\1", "backup": True}})
-            tasks.append({"name": u(f"Mount {kw} from {path}"),
+            tasks.append({"name": _name(f"Mount {kw} from {path}"),
                           "vars": {**_path_vars(path), "aiaudit_line": u(line)},
                           "ansible.builtin.lineinfile": {
                               "path": _DEST, "line": "{{ aiaudit_line }}", "backup": True}})
             continue
-        tasks.append({"name": u(f"Comment out other global {kw} lines in {path}"),
+        tasks.append({"name": _name(f"Comment out other global {kw} lines in {path}"),
                       "vars": {**_path_vars(path), "aiaudit_regexp": u(
                           r"(?im)^(?!" + re.escape(line) + r"$)([ \t]*" + re.escape(kw)
                           + r"(?:[ \t=].*)?)$")},
@@ -575,7 +591,7 @@ def playbook(run: RunResult, b: Bundle) -> str:
                           "path": _DEST, "regexp": "{{ aiaudit_regexp }}",
                           "replace": edits.MARK + r"\1", "before": r"(?im)^[ \t]*match[ \t=]",
                           "backup": True}})
-        tasks.append({"name": u(f"Set {line} before the first Match in {path}"),
+        tasks.append({"name": _name(f"Set {line} before the first Match in {path}"),
                       "vars": {**_path_vars(path), "aiaudit_line": u(line)},
                       "ansible.builtin.lineinfile": {
                           "path": _DEST, "line": "{{ aiaudit_line }}",
@@ -584,10 +600,10 @@ def playbook(run: RunResult, b: Bundle) -> str:
     for action, units in (("enable", b.enable), ("mask", b.mask)):
         state = {"enabled": True} if action == "enable" else {"masked": True}
         for unit in units:
-            tasks.append({"name": u(f"{action.capitalize()} {unit}"),
+            tasks.append({"name": _name(f"{action.capitalize()} {unit}"),
                           "when": _ONLINE, "ansible.builtin.systemd_service": {
                               "name": u(unit), **state}})
-            tasks.append({"name": u(f"{action.capitalize()} {unit} in the image"),
+            tasks.append({"name": _name(f"{action.capitalize()} {unit} in the image"),
                           "when": _OFFLINE, "ansible.builtin.command": {
                               "argv": ["systemctl", "--root={{ aiaudit_root }}", action,
                                        u(unit)]},
@@ -602,7 +618,7 @@ def playbook(run: RunResult, b: Bundle) -> str:
         tasks.append({"name": "Reload sshd", "when": _ONLINE,
                       "ansible.builtin.systemd_service": {"name": "ssh", "state": "reloaded"}})
     for cmd in b.commands:
-        tasks.append({"name": u(f"Apply now: {clean(cmd)}"[:120]), "when": _ONLINE,
+        tasks.append({"name": _name(f"Apply now: {cmd}"), "when": _ONLINE,
                       "ansible.builtin.command": {"argv": ["/bin/sh", "-c", u(cmd)]},
                       "changed_when": True})
     if any(t.startswith("nftables") for t in b.apply):
@@ -611,8 +627,8 @@ def playbook(run: RunResult, b: Bundle) -> str:
                       "ansible.builtin.command": {"argv": [
                           "nft", "-f", "/etc/nftables.conf"]},
                       "changed_when": True})
-    play = [{"name": u(f"Aiaudit fixes for {run.host.hostname} ({run.ruleset})"),
-             "hosts": "all", "become": True,
+    play = [{"name": _name(f"Aiaudit fixes for {run.host.hostname} ({run.ruleset})"),
+             "hosts": "all", "become": True, "gather_facts": False,
              "vars": {"aiaudit_root": "/"}, "tasks": tasks}]
     head = "".join(f"# {ln}\n" for ln in _header(run))
     head += "# Install under an image with -e aiaudit_root=/mnt/image (units enabled\n" \

@@ -566,14 +566,23 @@ def _remediation(ctx: CheckContext, st: FirewallState,
     caveat = (" (Docker/Kubernetes add their own tables; `flush ruleset` removes them until "
               "they restart)" if ctx.host.live else "")
     first = "Replace" if "nftables" in active else "No firewall loads at boot: write"
+    try:
+        unit = systemd.load_unit(ctx.host, "nftables.service")
+        manual = "" if unit.exists else (
+            "Unmask nftables.service and enable it." if unit.masked else
+            "Install the nftables package (it ships nftables.service), then run "
+            "`systemctl enable nftables.service`.")
+    except (HostError, ParseError) as exc:
+        manual = f"Enable nftables.service (its unit cannot be read: {exc})."
+    enable = () if manual else (Snippet.enable("nftables.service", "load it at every boot"),)
     return Remediation(
         f"{first} /etc/nftables.conf with a default-deny input policy admitting only {what} "
         f"(settings.firewall.allow_inbound), enable nftables.service and load it{caveat}.",
         (Snippet.file(NFTABLES_CONF, conf, "default-deny input admitting the declared "
                       "inbound set (merge with rules you need: it flushes the ruleset)"),
-         Snippet.enable("nftables.service", "load it at every boot"),
+         *enable,
          Snippet.apply(f"nftables {_tcp_ports(adm)}".rstrip(),
-                       "check and load it now, with a timed rollback")))
+                       "check and load it now, with a timed rollback")), manual=manual)
 
 
 # ================================================================== checks

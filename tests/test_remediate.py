@@ -58,14 +58,10 @@ def _check_remediation(run) -> list[str]:
             problems.append(f"{where}: failing without remediation summary")
             continue
         for s in rem.snippets:
-            if s.kind not in ("file", "enable", "command"):
-                problems.append(f"{where}: snippet kind {s.kind!r}")
-            if s.kind == "enable" and not remediate._UNIT.match(s.content):
-                problems.append(f"{where}: enable snippet {s.content!r} is not a unit name")
-            if s.kind == "file" and not remediate.safe_target(s.path):
-                problems.append(f"{where}: file snippet target {s.path!r} is not absolute")
             if not s.content.strip():
                 problems.append(f"{where}: empty {s.kind} snippet")
+        # every snippet is one the bundle accepts (kind, path, unit, edit, apply target)
+        problems += remediate.build(replace(run, findings=(f,))).rejected
     return problems
 
 
