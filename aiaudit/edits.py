@@ -35,10 +35,11 @@ SET_DIRECTIVE = "set-directive"
 MARK = "# aiaudit: "
 """Prefix of a line an edit commented out."""
 
-_OP = re.compile(r"^(?:comment-swap"
-                 r"|set-mount [^\s\x00-\x1f\x7f-\x9f\u2028\u2029]+(?: [^\s\x00-\x1f\x7f-\x9f\u2028\u2029]+){3}"
-                 r"(?: [0-9]+){0,2}"
-                 r"|set-directive [A-Za-z][A-Za-z0-9]* [^\x00-\x1f\x7f-\x9f\u2028\u2029]+)$")
+_PRINT = r"[^\x00-\x1f\x7f-\x9f\u2028\u2029]"
+"""A character every context can carry (no control character, no line separator)."""
+_WORD = r"[^\s\x00-\x1f\x7f-\x9f\u2028\u2029]+"
+_OP = re.compile(rf"^(?:comment-swap|set-mount {_WORD}(?: {_WORD}){{3}}(?: [0-9]+){{0,2}}"
+                 rf"|set-directive [A-Za-z][A-Za-z0-9]* {_PRINT}+)$")
 
 
 def valid(op: str) -> bool:

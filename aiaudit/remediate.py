@@ -128,6 +128,7 @@ def build(run: RunResult, min_severity: Severity = Severity.INFO) -> Bundle:
     b = Bundle()
     seen_lines: dict[str, set[str]] = {}
     lines: dict[str, list[str]] = {}
+    seen_snippets: set[tuple[str, str]] = set()
 
     def refuse(f: Finding, what: str, value: object) -> None:
         b.rejected.append(f"{f.rule_id} [{f.result.subject}]: {what} {value!r}")
@@ -154,6 +155,10 @@ def build(run: RunResult, min_severity: Severity = Severity.INFO) -> Bundle:
                 if "\0" in s.content:
                     refuse(f, "NUL byte in the content of", s.path)
                     continue
+                used = True
+                if (s.path, s.content) in seen_snippets:
+                    continue  # the same file for another subject (ipv4 and ipv6)
+                seen_snippets.add((s.path, s.content))
                 seen = seen_lines.setdefault(s.path, set())
                 out = lines.setdefault(s.path, [])
                 for line in s.content.splitlines():
@@ -474,17 +479,18 @@ def install_script(run: RunResult, b: Bundle) -> str:
         out += [f"unit {action} {q(u)}" for u in units]
     applies = [a for a in b.apply if a == "sshd"]
     firewall = [a for a in b.apply if a.startswith("nftables")]
-    if applies or firewall or b.commands:
-        out += ['if [ "$live" = 1 ]; then']
+    out += ['if [ "$live" = 1 ]; then']
+    if not (applies or firewall or b.commands):
+        out += ['    echo "nothing to apply to the running system"']
+    else:
         out += ["    apply_sshd" for _ in applies]
         for cmd in b.commands:
             out += [*("    " + d for d in _literal(cmd)), f"    run_command {q(cmd)}"]
         for a in firewall[:1]:
             ports = a.partition(" ")[2]
             out += [f"    apply_nftables {q(ports)}"]
-        out += ["else",
-                '    echo "not applied to the running system (ROOT or NO_COMMANDS set)"',
-                "fi"]
+    out += ["else", '    echo "not applied to the running system (ROOT or NO_COMMANDS set)"',
+            "fi"]
     return "\n".join(out) + "\n"
 
 
