@@ -9,9 +9,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from aiaudit.checks import firewall
 
 from aiaudit import inbound, remediate
-from aiaudit.checks import firewall
 from aiaudit.parsers import netfilter as nf
 from aiaudit.parsers import nft
 from tests.netns import netns, run_in
@@ -81,7 +81,7 @@ def test_slurm_defaults_and_no_slurm(make_root, tmp_path: Path) -> None:
 
 
 def test_bad_cidr_is_an_error_not_a_firewall() -> None:
-    with pytest.raises(inbound.SettingsError, match="300.1.1.1/8"):
+    with pytest.raises(inbound.SettingsError, match=r"300\.1\.1\.1/8"):
         inbound.admits({"firewall": {"allow_inbound": [
             {"preset": "fabric", "from": ["300.1.1.1/8"]}]}}, lambda: (False, None, {}))
     with pytest.raises(inbound.SettingsError, match="needs `from`"):
@@ -93,7 +93,7 @@ def test_real_nft_admits_the_declared_ports_and_nothing_else(make_root, tmp_path
     """``nft -c -f`` accepts the file; loaded in a netns, the running ruleset (``nft -j``)
     evaluated port by port admits from anywhere exactly the declared ports, and the rest
     only from the declared sources and interfaces."""
-    b, out, _ = _bundle(make_root, tmp_path, CLUSTER, {"/etc/slurm/slurm.conf": SLURM_CONF})
+    _b, out, _ = _bundle(make_root, tmp_path, CLUSTER, {"/etc/slurm/slurm.conf": SLURM_CONF})
     conf = out / "files/etc/nftables.conf"
     with netns("fwbundle") as ns:
         run_in(ns, "nft", "-c", "-f", str(conf))
@@ -126,7 +126,7 @@ def test_real_nft_admits_the_declared_ports_and_nothing_else(make_root, tmp_path
 
 def test_nft_check_mode_on_every_fixture_bundle(make_root, tmp_path: Path) -> None:
     """``nft -c -f`` accepts the generated file with the shipped settings."""
-    b, out, _ = _bundle(make_root, tmp_path, {"firewall": {"allow_inbound": ["ssh", "slurm"]}},
+    _b, out, _ = _bundle(make_root, tmp_path, {"firewall": {"allow_inbound": ["ssh", "slurm"]}},
                         {"/etc/slurm/slurm.conf": "SlurmdPort=6818\n"})
     with netns("fwcheck") as ns:
         run_in(ns, "nft", "-c", "-f", str(out / "files/etc/nftables.conf"))
