@@ -549,6 +549,9 @@ _DEST_EXPR = "(aiaudit_root | regex_replace('/$', '')) ~ aiaudit_path"
 _DEST = "{{ " + _DEST_EXPR + " }}"
 """Where a host path lands: under ``aiaudit_root`` (a report path is never templated: it
 is an ``!unsafe`` variable)."""
+_MATCH_LINE = r"^[ \t]*[Mm][Aa][Tt][Cc][Hh][ \t=]"
+"""A ``Match`` line (case-insensitive without inline flags: Ansible's ``replace`` embeds
+``before`` in a larger pattern)."""
 _OFFLINE = "aiaudit_root != '/'"
 _ONLINE = "aiaudit_root == '/'"
 
@@ -595,13 +598,13 @@ def playbook(run: RunResult, b: Bundle) -> str:
                           + r"(?:[ \t=].*)?)$")},
                       "ansible.builtin.replace": {
                           "path": _DEST, "regexp": "{{ aiaudit_regexp }}",
-                          "replace": edits.MARK + r"\1", "before": r"(?im)^[ \t]*match[ \t=]",
+                          "replace": edits.MARK + r"\1", "before": _MATCH_LINE,
                           "backup": True}})
         tasks.append({"name": _name(f"Set {line} before the first Match in {path}"),
                       "vars": {**_path_vars(path), "aiaudit_line": u(line)},
                       "ansible.builtin.lineinfile": {
                           "path": _DEST, "line": "{{ aiaudit_line }}",
-                          "insertbefore": r"(?i)^[ \t]*match[ \t=]", "firstmatch": True,
+                          "insertbefore": _MATCH_LINE, "firstmatch": True,
                           "create": True, "mode": f"{FILE_MODE:04o}", "backup": True}})
     for action, units in (("enable", b.enable), ("mask", b.mask)):
         state = {"enabled": True} if action == "enable" else {"masked": True}
