@@ -176,6 +176,10 @@ class Remediation:
     manual: str = ""
     """A step the snippets cannot do and a person must (e.g. "remove elevator= from the
     tuned profile"); empty when applying the snippets is the whole fix."""
+    followup: str = ""
+    """A step after applying the snippets that makes configuration they already fix take
+    effect (regenerate the bootloader configuration, reboot): the persisted configuration
+    is right once the snippets are in place, unlike :attr:`manual`."""
 
 
 @record

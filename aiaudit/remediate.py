@@ -56,6 +56,9 @@ NFTABLES_CONF = "/etc/nftables.conf"
 ADMITS = "# admits: "
 """Prefix of the lines of a generated nftables.conf that say what it admits (the README
 lists them)."""
+HAND = "Not fixed by this bundle alone"
+"""Heading of the README's list of failures a person must act on (exact: a rescan after
+installing the bundle fails these and nothing else of persisted or config aspect)."""
 ROLLBACK_DEFAULT = 120
 """Seconds before a live firewall load reverts unless confirmed."""
 _UNIT = re.compile(r"^[A-Za-z0-9:_.@\\-]+\.(service|socket|timer|target|path|mount|swap)$")
@@ -88,6 +91,9 @@ class Bundle:
     """Failures the bundle addresses with files, edits, units or commands."""
     partial: list[Finding] = field(default_factory=list)
     """Failures the bundle addresses only in part: their remediation names a manual step."""
+    followup: list[Finding] = field(default_factory=list)
+    """Failures the bundle fixes in the configuration, with a step to make it take effect
+    (regenerate the bootloader configuration, reboot)."""
     manual: list[Finding] = field(default_factory=list)
     """Failures whose remediation is advice only (nothing the bundle can do)."""
     unfixable: list[Finding] = field(default_factory=list)
@@ -199,6 +205,8 @@ def build(run: RunResult, min_severity: Severity = Severity.INFO) -> Bundle:
         (b.fixed if used else b.manual).append(f)
         if used and rem.manual:
             b.partial.append(f)
+        elif used and rem.followup:
+            b.followup.append(f)
     b.files = {p: "\n".join(ls) + "\n" for p, ls in lines.items()}
     return b
 
@@ -678,7 +686,7 @@ def readme(run: RunResult, b: Bundle) -> str:
     if not b.apply and not b.commands:
         out += ["  (none)"]
     hand = b.needs_hand()
-    out += ["", f"Needs a step by hand ({len(hand)}; the bundle alone does not fix these):"]
+    out += ["", f"{HAND} ({len(hand)}; a rescan still fails them until a person acts):"]
     for f in hand:
         rem = f.result.remediation
         text = (rem.manual if f in b.partial else rem.summary) if rem else \
@@ -686,6 +694,10 @@ def readme(run: RunResult, b: Bundle) -> str:
         out.append(_line(f, text))
     if not hand:
         out += ["  (none)"]
+    if b.followup:
+        out += ["", "Fixed in the configuration; to take effect, also:"]
+        out += [_line(f, f.result.remediation.followup) for f in b.followup
+                if f.result.remediation]
     if b.rejected:
         out += ["", "Refused snippets:"] + [f"  {clean(r)}" for r in b.rejected]
     out += ["", "Apply with:  sh install.sh   (or: ansible-playbook -i HOST, playbook.yml)",
@@ -694,11 +706,11 @@ def readme(run: RunResult, b: Bundle) -> str:
 
 
 def manual_list(text: str) -> list[tuple[str, str]]:
-    """``(rule id, subject)`` of each entry of a README's "Needs a step by hand" list."""
+    """``(rule id, subject)`` of each entry of a README's :data:`HAND` list."""
     out: list[tuple[str, str]] = []
     lines = text.splitlines()
     try:
-        start = next(i for i, ln in enumerate(lines) if ln.startswith("Needs a step by hand"))
+        start = next(i for i, ln in enumerate(lines) if ln.startswith(HAND))
     except StopIteration:
         return out
     for ln in lines[start + 1:]:

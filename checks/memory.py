@@ -159,7 +159,7 @@ def run_thp(ctx: CheckContext) -> Iterator[Result]:
         if setting == "enabled":
             summary, snips = boot.set_params(boot.load(host), [f"transparent_hugepage={val}"])
             rem = Remediation(summary + " Apply it now through sysfs.", (*snips, now),
-                              manual=boot.PARAMS_MANUAL)
+                              followup=boot.PARAMS_MANUAL)
         else:
             rem = Remediation(f"Set THP defrag to {val} at boot with a oneshot unit "
                               f"({THP_UNIT}) and now through sysfs.", (
