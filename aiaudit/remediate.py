@@ -246,9 +246,10 @@ case "${1:-}" in
         sleep "$FIREWALL_ROLLBACK"
         [ -e "$CONFIRM" ] && exit 0
         nft -f "$2"
-        if [ -e "$3/etc/nftables.conf" ]; then
+        # the file as it was before the run that installed it (untouched if it did not)
+        if grep -qx "saved /etc/nftables.conf" "$3/.changed" 2>/dev/null; then
             cp -p "$3/etc/nftables.conf" /etc/nftables.conf
-        else
+        elif grep -qx "new /etc/nftables.conf" "$3/.changed" 2>/dev/null; then
             rm -f /etc/nftables.conf
         fi
         if grep -qx nftables.service "$3/.enabled" 2>/dev/null; then
