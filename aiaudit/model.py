@@ -134,6 +134,20 @@ class Snippet:
     description: str = ""
     """One line saying what the snippet does."""
 
+    def shell(self) -> str:
+        """What a person would type for a non-file snippet (shown in reports; the bundle
+        runs its own guarded version of ``edit`` and ``apply``)."""
+        if self.kind in ("enable", "mask"):
+            return f"systemctl {self.kind} {self.content.strip()}"
+        if self.kind == "edit":
+            return f"# edit {self.path} in place: {self.content}"
+        if self.kind == "apply" and self.content == "sshd":
+            return "sshd -t && systemctl reload ssh"
+        if self.kind == "apply":
+            return ("nft -c -f /etc/nftables.conf && nft -f /etc/nftables.conf  "
+                    "# aiaudit remediate: with a timed rollback")
+        return self.content
+
     @classmethod
     def file(cls, path: str, content: str, description: str = "") -> Snippet:
         """A drop-in file to install at ``path``."""

@@ -100,6 +100,7 @@ def remediation_text(finding: Finding, *, markdown: bool = False) -> str:
             lines += (["", "Enable at boot:", "", "```sh", cmd, "```"] if markdown
                       else ["Enable at boot:", f"    $ {cmd}"])
         else:
+            body = s.shell().rstrip("\n")
             lines += (["", "Run now:", "", "```sh", body, "```"] if markdown
                       else ["Run now:", *("    $ " + ln for ln in body.splitlines())])
     return "\n".join(lines)

@@ -81,7 +81,7 @@ def _detail_lines(f: Finding) -> list[list[Segment]]:
             elif s.kind == "enable":
                 lines.append([(ind + "  $ systemctl enable " + s.content.strip(), "green")])
             else:
-                for cl in s.content.rstrip("\n").splitlines():
+                for cl in s.shell().rstrip("\n").splitlines():
                     lines.append([(ind + "  $ " + cl, "green")])
     return lines
 
