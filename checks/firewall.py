@@ -19,6 +19,7 @@ in any is final).  The decision follows :mod:`aiaudit.parsers.netfilter`.
 
 from __future__ import annotations
 
+import json
 import shlex
 from dataclasses import field
 from typing import Any, Iterator
@@ -488,7 +489,9 @@ def admitted(ctx: CheckContext) -> tuple[list[inbound.Admit], list[str]]:
         path, conf, _problems = slurm_check.slurm_conf(ctx.host)
         return (slurm_check.installed(ctx.host), path,
                 {k: v.value for k, v in conf.items()})
-    return inbound.admits(ctx.settings, slurm_info)
+    # once per run: every failing subject of both rules proposes the same firewall
+    key = ("firewall.admitted", json.dumps(ctx.settings.get("firewall"), sort_keys=True))
+    return ctx.host.memo(key, lambda: inbound.admits(ctx.settings, slurm_info))
 
 
 def _tcp_ports(adm: list[inbound.Admit]) -> str:
