@@ -140,6 +140,9 @@ def run_thp(ctx: CheckContext) -> Iterator[Result]:
                 value, explicit = o.value.strip(), True
                 source = f"{st.describe()} [vm] {k} ({o.file.lstrip('/')}:{o.line})"
                 ev.append(Evidence.file(o.file, o.line, f"{k}={o.value}"))
+                if value not in allowed:
+                    # tuned writes sysfs after boot: it beats any boot parameter or unit
+                    competing.append(f"{source} sets {value}: change it in the tuned profile")
                 break
     except (HostError, ParseError) as exc:
         yield Result(Status.ERROR, what, f"boot-time {what} cannot be determined: {exc}")
@@ -157,9 +160,11 @@ def run_thp(ctx: CheckContext) -> Iterator[Result]:
         val = allowed[0]
         now = Snippet.command(f"echo {val} > {path}", "apply now")
         if setting == "enabled":
-            summary, snips = boot.set_params(boot.load(host), [f"transparent_hugepage={val}"])
-            rem = Remediation(summary + " Apply it now through sysfs.", (*snips, now),
-                              followup=boot.PARAMS_MANUAL)
+            bcfg = boot.load(host)
+            summary, snips = boot.set_params(bcfg, [f"transparent_hugepage={val}"])
+            step = {"manual": "; ".join(competing)} if competing else \
+                boot.params_step(bcfg)
+            rem = Remediation(summary + " Apply it now through sysfs.", (*snips, now), **step)
         else:
             rem = Remediation(f"Set THP defrag to {val} at boot with a oneshot unit "
                               f"({THP_UNIT}) and now through sysfs.", (
