@@ -56,6 +56,8 @@ NFTABLES_CONF = "/etc/nftables.conf"
 ADMITS = "# admits: "
 """Prefix of the lines of a generated nftables.conf that say what it admits (the README
 lists them)."""
+RUNTIME_ONLY = "Fixed only by the runtime commands"
+"""Heading of the README's list of failures nothing the bundle installs fixes."""
 HAND = "Not fixed by this bundle alone"
 """Heading of the README's list of failures a person must act on (exact: a rescan after
 installing the bundle fails these and nothing else of persisted or config aspect)."""
@@ -91,6 +93,9 @@ class Bundle:
     """Failures the bundle addresses with files, edits, units or commands."""
     partial: list[Finding] = field(default_factory=list)
     """Failures the bundle addresses only in part: their remediation names a manual step."""
+    runtime_only: list[Finding] = field(default_factory=list)
+    """Failures only runtime commands fix (nothing the bundle installs changes them): not
+    fixed under ``ROOT=`` or with ``NO_COMMANDS=1``."""
     followup: list[Finding] = field(default_factory=list)
     """Failures the bundle fixes in the configuration, with a step to make it take effect
     (regenerate the bootloader configuration, reboot)."""
@@ -151,7 +156,7 @@ def build(run: RunResult, min_severity: Severity = Severity.INFO) -> Bundle:
         if rem is None:
             b.unfixable.append(f)
             continue
-        used = False
+        used = persisted = False
         for s in rem.snippets:
             if s.kind in ("file", "edit") and not safe_target(s.path):
                 refuse(f, "unsafe target path", s.path)
@@ -161,7 +166,7 @@ def build(run: RunResult, min_severity: Severity = Severity.INFO) -> Bundle:
                 if "\0" in s.content:
                     refuse(f, "NUL byte in the content of", s.path)
                     continue
-                used = True
+                used = persisted = True
                 if (s.path, s.content) in seen_snippets:
                     continue  # the same file for another subject (ipv4 and ipv6)
                 seen_snippets.add((s.path, s.content))
@@ -178,14 +183,14 @@ def build(run: RunResult, min_severity: Severity = Severity.INFO) -> Bundle:
                     refuse(f, "unknown edit", s.content)
                     continue
                 add(b.edits, (s.path, s.content))
-                used = True
+                used = persisted = True
             elif s.kind in ("enable", "mask"):
                 unit = s.content.strip()
                 if not _UNIT.match(unit):
                     refuse(f, "unsafe unit name", unit)
                     continue
                 add(b.enable if s.kind == "enable" else b.mask, unit)
-                used = True
+                used = persisted = True
             elif s.kind == "apply":
                 if not _APPLY.match(s.content):
                     refuse(f, "unknown apply target", s.content)
@@ -205,6 +210,8 @@ def build(run: RunResult, min_severity: Severity = Severity.INFO) -> Bundle:
         (b.fixed if used else b.manual).append(f)
         if used and rem.manual:
             b.partial.append(f)
+        elif used and not persisted:
+            b.runtime_only.append(f)
         elif used and rem.followup:
             b.followup.append(f)
     b.files = {p: "\n".join(ls) + "\n" for p, ls in lines.items()}
@@ -695,6 +702,9 @@ def readme(run: RunResult, b: Bundle) -> str:
         out.append(_line(f, text))
     if not hand:
         out += ["  (none)"]
+    out += ["", f"{RUNTIME_ONLY} ({len(b.runtime_only)}; not under ROOT= or NO_COMMANDS=1):"]
+    out += [_line(f, f.result.remediation.summary) for f in b.runtime_only
+            if f.result.remediation] or ["  (none)"]
     if b.followup:
         out += ["", "Fixed in the configuration; to take effect, also:"]
         out += [_line(f, f.result.remediation.followup) for f in b.followup
@@ -706,20 +716,22 @@ def readme(run: RunResult, b: Bundle) -> str:
     return "\n".join(out) + "\n"
 
 
-def manual_list(text: str) -> list[tuple[str, str]]:
-    """``(rule id, subject)`` of each entry of a README's :data:`HAND` list."""
+def manual_list(text: str, *, offline: bool = True) -> list[tuple[str, str]]:
+    """``(rule id, subject)`` of each entry of a README's :data:`HAND` list, and with
+    ``offline`` (an install under ``ROOT=`` or with ``NO_COMMANDS=1``) of its
+    :data:`RUNTIME_ONLY` list too: what a rescan after that install still fails."""
     out: list[tuple[str, str]] = []
     lines = text.splitlines()
-    try:
-        start = next(i for i, ln in enumerate(lines) if ln.startswith(HAND))
-    except StopIteration:
-        return out
-    for ln in lines[start + 1:]:
-        if not ln.startswith("  ") or ln == "  (none)":
-            break
-        m = re.match(r"  (\S+) \[\w+\] (.*?): ", ln)
-        if m:
-            out.append((m.group(1), m.group(2)))
+    for heading in (HAND, RUNTIME_ONLY) if offline else (HAND,):
+        start = next((i for i, ln in enumerate(lines) if ln.startswith(heading)), None)
+        if start is None:
+            continue
+        for ln in lines[start + 1:]:
+            if not ln.startswith("  ") or ln == "  (none)":
+                break
+            m = re.match(r"  (\S+) \[\w+\] (.*?): ", ln)
+            if m:
+                out.append((m.group(1), m.group(2)))
     return out
 
 
