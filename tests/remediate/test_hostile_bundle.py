@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 from dataclasses import replace
 from pathlib import Path
@@ -82,6 +83,10 @@ def _check_bundle(out: Path, tmp_path: Path) -> None:
     script = (out / "install.sh").read_text()
     p = subprocess.run(["sh", "-n", str(out / "install.sh")], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
+    if shutil.which("shellcheck"):  # tests/remediate/test_lint.py requires it in CI
+        p = subprocess.run(["shellcheck", "-s", "sh", "-S", "style", str(out / "install.sh")],
+                           capture_output=True, text=True, timeout=120)
+        assert p.returncode == 0, p.stdout
     # no raw control character but newline anywhere in the script, README or playbook
     for name in ("install.sh", "README.txt", "playbook.yml"):
         text = (out / name).read_text()
