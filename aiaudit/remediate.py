@@ -571,9 +571,13 @@ _DEST_EXPR = "(aiaudit_root | regex_replace('/$', '')) ~ aiaudit_path"
 _DEST = "{{ " + _DEST_EXPR + " }}"
 """Where a host path lands: under ``aiaudit_root`` (a report path is never templated: it
 is an ``!unsafe`` variable)."""
-_MATCH_LINE = r"^[ \t]*[Mm][Aa][Tt][Cc][Hh][ \t=]"
-"""A ``Match`` line (case-insensitive without inline flags: Ansible's ``replace`` embeds
-``before`` in a larger pattern)."""
+_AWK = {edits.COMMENT_SWAP: edits.AWK_COMMENT_SWAP, edits.SET_MOUNT: edits.AWK_SET_MOUNT,
+        edits.SET_DIRECTIVE: edits.AWK_SET_DIRECTIVE}
+_EDIT_SH = ('if [ -f "$1" ]; then awk "$2" "$1"; elif [ "$3" = comment-swap ]; then '
+            'printf __aiaudit_absent__; else awk "$2" /dev/null; fi; printf END')
+"""Fixed script: ``$1`` the file, ``$2`` the awk program, ``$3`` the operation (an absent
+fstab has no swap line to comment out).  ``END`` keeps the final newline (the command
+module strips trailing newlines from stdout)."""
 _OFFLINE = "aiaudit_root != '/'"
 _ONLINE = "aiaudit_root == '/'"
 
@@ -593,41 +597,21 @@ def playbook(run: RunResult, b: Bundle) -> str:
                           "src": "{{ playbook_dir }}/" + FILES + "{{ aiaudit_path }}",
                           "dest": _DEST, "owner": "root", "group": "root",
                           "mode": f"{FILE_MODE:04o}", "backup": True}})
-    for path, op in b.edits:
-        name, kw, line = edits.split(op)
-        if name == edits.COMMENT_SWAP:
-            tasks.append({"name": _name(f"Comment out swap lines in {path}"),
-                          "vars": _path_vars(path), "ansible.builtin.replace": {
-                              "path": _DEST, "regexp": r"^([^#\s]\S*\s+\S+\s+swap(\s.*)?)$",
-                              "replace": r"#\1", "backup": True}})
-            continue
-        if name == edits.SET_MOUNT:
-            tasks.append({"name": _name(f"Comment out other {kw} lines in {path}"),
-                          "vars": {**_path_vars(path), "aiaudit_regexp": u(
-                              r"(?m)^(?!" + re.escape(line) + r"$)([^#\s]\S*[ \t]+"
-                              + re.escape(kw) + r"(?:[ \t].*)?)$")},
-                          "ansible.builtin.replace": {
-                              "path": _DEST, "regexp": "{{ aiaudit_regexp }}",
-                              "replace": r"#\1", "backup": True}})
-            tasks.append({"name": _name(f"Mount {kw} from {path}"),
-                          "vars": {**_path_vars(path), "aiaudit_line": u(line)},
-                          "ansible.builtin.lineinfile": {
-                              "path": _DEST, "line": "{{ aiaudit_line }}", "backup": True}})
-            continue
-        tasks.append({"name": _name(f"Comment out other global {kw} lines in {path}"),
-                      "vars": {**_path_vars(path), "aiaudit_regexp": u(
-                          r"(?im)^(?!" + re.escape(line) + r"$)([ \t]*" + re.escape(kw)
-                          + r"(?:[ \t=].*)?)$")},
-                      "ansible.builtin.replace": {
-                          "path": _DEST, "regexp": "{{ aiaudit_regexp }}",
-                          "replace": edits.MARK + r"\1", "before": _MATCH_LINE,
-                          "backup": True}})
-        tasks.append({"name": _name(f"Set {line} before the first Match in {path}"),
-                      "vars": {**_path_vars(path), "aiaudit_line": u(line)},
-                      "ansible.builtin.lineinfile": {
-                          "path": _DEST, "line": "{{ aiaudit_line }}",
-                          "insertbefore": _MATCH_LINE, "firstmatch": True,
-                          "create": True, "mode": f"{FILE_MODE:04o}", "backup": True}})
+    for i, (path, op) in enumerate(b.edits):
+        # the same awk program as install.sh (read-only, so it also runs in check mode),
+        # then the result written with copy (backup, diff, check mode)
+        name, _kw, line = edits.split(op)
+        reg = f"aiaudit_edit_{i}"
+        tasks.append({"name": _name(f"Compute {path} after {op}"), "vars": _path_vars(path),
+                      "ansible.builtin.command": {"argv": [
+                          "/bin/sh", "-c", _EDIT_SH, "sh", _DEST, u(_AWK[name]), name]},
+                      "environment": {"AIAUDIT_LINE": u(line)},
+                      "register": reg, "changed_when": False, "check_mode": False})
+        tasks.append({"name": _name(f"Edit {path}: {op}"), "vars": _path_vars(path),
+                      "when": f"{reg}.stdout != '__aiaudit_absent__END'",
+                      "ansible.builtin.copy": {
+                          "content": "{{ " + reg + ".stdout[:-3] }}",
+                          "dest": _DEST, "mode": f"{FILE_MODE:04o}", "backup": True}})
     for action, units in (("enable", b.enable), ("mask", b.mask)):
         state = {"enabled": True} if action == "enable" else {"masked": True}
         for unit in units:

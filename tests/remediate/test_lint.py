@@ -120,3 +120,39 @@ def test_playbook_check_diff_against_a_copy_root(bundles, tmp_path: Path) -> Non
         assert before == {str(q): q.read_bytes() for q in copy.rglob("*") if q.is_file()}
         for target in remediate.build(scan_root(root)).files:
             assert f"after: {b}/files{target}" in p.stdout or target in p.stdout, target
+
+
+def test_playbook_does_what_install_sh_does(make_root, tmp_path: Path) -> None:
+    """The playbook run for real with ``aiaudit_root=COPY`` leaves the same files (copies,
+    in-place edits of fstab and an sshd_config without Include, enabled units) as
+    ``ROOT=COPY NO_COMMANDS=1 sh install.sh``."""
+    from tests.remediate.test_roundtrip import ROOTS
+
+    play = _tool("ansible-playbook")
+    root = make_root(ROOTS["sshd-no-include"])
+    b = remediate.write(scan_root(root), str(tmp_path / "bundle"))
+    assert b.edits and b.files and b.enable
+    by_sh, by_play = tmp_path / "sh", tmp_path / "play"
+    for d in (by_sh, by_play):
+        shutil.copytree(root, d, symlinks=True)
+    p = subprocess.run(["sh", str(tmp_path / "bundle/install.sh")], capture_output=True,
+                       text=True, timeout=120, env={**os.environ, "ROOT": str(by_sh),
+                                                    "NO_COMMANDS": "1",
+                                                    "BACKUP_DIR": str(tmp_path / "bk")})
+    assert p.returncode == 0, p.stderr
+    env = {**os.environ, "ANSIBLE_HOME": str(tmp_path / ".ansible"), "ANSIBLE_NOCOLOR": "1",
+           "ANSIBLE_LOCALHOST_WARNING": "False", "ANSIBLE_INVENTORY_UNPARSED_WARNING": "False"}
+    for _ in (1, 2):  # the second run changes nothing
+        p = subprocess.run([play, "-i", "localhost,", "-c", "local",
+                            "-e", json.dumps({"aiaudit_root": str(by_play),
+                                              "ansible_become": False,
+                                              "ansible_python_interpreter": sys.executable}),
+                            str(tmp_path / "bundle/playbook.yml")],
+                           capture_output=True, text=True, timeout=300, env=env)
+        assert p.returncode == 0, p.stdout[-4000:]
+    assert "changed=0" in p.stdout, p.stdout[-3000:]
+    targets = [*b.files, *(path for path, _op in b.edits)]
+    for t in targets:
+        assert (by_play / t.lstrip("/")).read_text() == (by_sh / t.lstrip("/")).read_text(), t
+    links = {str(q.relative_to(by_sh)) for q in by_sh.rglob("*.wants/*")}
+    assert links and links == {str(q.relative_to(by_play)) for q in by_play.rglob("*.wants/*")}
