@@ -638,7 +638,11 @@ def playbook(run: RunResult, b: Bundle) -> str:
                       "changed_when": True})
     if any(t.startswith("nftables") for t in b.apply):
         # no timed rollback in a playbook: the connection is Ansible's own; load last
-        tasks.append({"name": "Check and load /etc/nftables.conf", "when": _ONLINE,
+        tasks.append({"name": "Check /etc/nftables.conf", "when": _ONLINE,
+                      "ansible.builtin.command": {"argv": [
+                          "nft", "-c", "-f", "/etc/nftables.conf"]},
+                      "changed_when": False})
+        tasks.append({"name": "Load /etc/nftables.conf", "when": _ONLINE,
                       "ansible.builtin.command": {"argv": [
                           "nft", "-f", "/etc/nftables.conf"]},
                       "changed_when": True})
