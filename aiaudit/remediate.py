@@ -388,7 +388,7 @@ unit() {
 
 # apply_sshd: validate the installed files with sshd -t, then reload a running sshd
 apply_sshd() {
-    sshd_bin=/usr/sbin/sshd
+    sshd_bin=$(command -v sshd || echo /usr/sbin/sshd)
     if [ ! -x "$sshd_bin" ]; then
         echo "sshd is not installed: the ssh configuration was not validated or reloaded"
         return 0

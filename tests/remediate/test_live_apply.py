@@ -19,7 +19,9 @@ FAKE = """#!/bin/sh
 echo "$(basename "$0") $*" >> "{log}"
 case "$(basename "$0") $*" in
     "systemctl is-enabled"*) exit 1 ;;
+    "systemctl is-active --quiet ssh.service") [ -n "$SSH_ACTIVE" ] || exit 3 ;;
     "systemctl is-active"*) exit 3 ;;
+    "sshd -t"*) exit "${{SSHD_RC:-0}}" ;;
     "nft list ruleset") echo "table inet old {{ }}" ;;
     "ss "*) printf '%s\\n' {ss} ;;
 esac
@@ -41,7 +43,7 @@ def fakes(tmp_path: Path, ss_lines: list[str]) -> tuple[dict[str, str], Path]:
     bin_.mkdir(parents=True)
     log = tmp_path / "calls.log"
     ss = " ".join("'" + ln + "'" for ln in ss_lines) or "''"
-    for name in ("systemctl", "nft", "ss"):
+    for name in ("systemctl", "nft", "ss", "sshd"):
         p = bin_ / name
         p.write_text(FAKE.format(log=log, ss=ss))
         p.chmod(0o755)
@@ -108,3 +110,18 @@ def test_firewall_rolls_back_unless_confirmed(tmp_path: Path) -> None:
     assert sh(out, env, "confirm-firewall").returncode == 0
     time.sleep(4.5)
     assert f"nft -f {saved}" not in calls(log), calls(log)
+
+
+def test_sshd_validated_then_reloaded_only_when_running(tmp_path: Path) -> None:
+    out = bundle(tmp_path, Snippet.apply("sshd"))
+    env, log = fakes(tmp_path, [])
+    p = sh(out, env)
+    assert p.returncode == 0 and "sshd is not running" in p.stdout, p.stderr
+    assert "sshd -t -f /etc/ssh/sshd_config" in calls(log)
+    assert not any(c.startswith("systemctl reload") for c in calls(log))
+    p = sh(out, {**env, "SSH_ACTIVE": "1"})
+    assert p.returncode == 0 and "systemctl reload ssh.service" in calls(log)
+    log.unlink()
+    p = sh(out, {**env, "SSH_ACTIVE": "1", "SSHD_RC": "255"})
+    assert p.returncode == 1 and "sshd -t refuses" in p.stderr
+    assert not any(c.startswith("systemctl reload") for c in calls(log))
