@@ -630,8 +630,11 @@ def playbook(run: RunResult, b: Bundle) -> str:
                       "ansible.builtin.command": {"argv": [
                           "/usr/sbin/sshd", "-t", "-f", "/etc/ssh/sshd_config"]},
                       "changed_when": False})
-        tasks.append({"name": "Reload sshd", "when": _ONLINE,
-                      "ansible.builtin.systemd_service": {"name": "ssh", "state": "reloaded"}})
+        # try-reload-or-restart acts only on a running unit: a stopped sshd stays stopped
+        tasks.append({"name": "Reload sshd if it runs", "when": _ONLINE,
+                      "ansible.builtin.command": {"argv": [
+                          "systemctl", "try-reload-or-restart", "ssh.service"]},
+                      "changed_when": True})
     for cmd in b.commands:
         tasks.append({"name": _name(f"Apply now: {cmd}"), "when": _ONLINE,
                       "ansible.builtin.command": {"argv": ["/bin/sh", "-c", u(cmd)]},
