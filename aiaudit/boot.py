@@ -226,6 +226,18 @@ PARAMS_MANUAL = ("kernel parameters take effect only after the bootloader config
 """The step a kernel-parameter fix always leaves to a person: regenerate and reboot."""
 
 
+def params_step(cfg: BootConfig) -> dict[str, str]:
+    """:data:`PARAMS_MANUAL` as the ``Remediation`` keyword it is for ``cfg``: a
+    ``followup`` when the bundle's grub drop-in alone fixes what the next boot is judged by
+    (no generated grub.cfg yet: ``/etc/default/grub`` decides), else ``manual`` (grub.cfg,
+    BLS entries or the kernel-install entry must be regenerated before the boot changes)."""
+    no_grub_cfg = cfg.loader == "none" or (cfg.loader == "grub" and cfg.booted is not None
+                                           and cfg.booted is cfg.generator)
+    if no_grub_cfg:
+        return {"followup": PARAMS_MANUAL}
+    return {"manual": PARAMS_MANUAL}
+
+
 def set_params(cfg: BootConfig, params: list[str]) -> tuple[str, tuple[Snippet, ...]]:
     """How to add kernel ``params`` for the bootloader found: (summary, snippets)."""
     words = " ".join(params)

@@ -556,6 +556,7 @@ def cmd_scan(args: argparse.Namespace) -> int:
         user=user, user_source=user_source, only=tuple(args.only), skip=tuple(args.skip),
         timeout=modes.timeout, fail_on=fail_on, reraise=args.debug, waivers=modes.waivers,
         deadline=deadline,
+        settings=dict(rs.settings),
         **({"rule_timeout": args.rule_timeout} if args.rule_timeout else {}),
     )
     run = scan(rs, host, opts)
@@ -811,9 +812,9 @@ def cmd_remediate(args: argparse.Namespace) -> int:
     b = remediate.write(run, args.output_dir, min_severity=Severity(args.min_severity),
                         force=args.force)
     _say(f"{args.output_dir}: {len(b.fixed)} failure(s) addressed: {len(b.files)} file(s), "
-          f"{len(b.commands)} command(s); {len(b.manual) + len(b.unfixable)} need a manual "
-          f"fix.  Review {os.path.join(args.output_dir, remediate.README)}, then run "
-          f"{remediate.SCRIPT}.")
+         f"{len(b.edits)} edit(s), {len(b.commands)} command(s); {len(b.needs_hand())} need a "
+         f"step by hand.  Review {os.path.join(args.output_dir, remediate.README)}, then run "
+         f"{remediate.SCRIPT}.")
     return ExitCode.OK
 
 

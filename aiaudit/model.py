@@ -120,15 +120,33 @@ class Snippet:
     """One piece of a fix: a file to drop in, or a command to run now."""
 
     kind: str
-    """``file`` (write ``content`` to ``path``), ``enable`` (make unit ``content`` start at
-    boot: ``systemctl enable``, which also works offline with ``--root``) or ``command``
-    (run ``content`` now)."""
+    """``file`` (write ``content`` to ``path``), ``enable`` / ``mask`` (make unit
+    ``content`` start at boot, or never start: ``systemctl enable|mask``, which also works
+    offline with ``--root``), ``edit`` (apply the in-place edit ``content``, an operation
+    of :mod:`aiaudit.edits`, to the file ``path``), ``apply`` (make the running service
+    take the installed files, the guarded way the bundle knows: ``sshd`` validates with
+    ``sshd -t`` and reloads, ``nftables PORTS`` loads the ruleset with a timed rollback)
+    or ``command`` (run ``content`` now)."""
     content: str
-    """File content, or the shell command line."""
+    """File content, unit name, edit operation, apply target, or the shell command."""
     path: str | None = None
-    """Target path on the host for ``file`` snippets."""
+    """Target path on the host for ``file`` and ``edit`` snippets."""
     description: str = ""
     """One line saying what the snippet does."""
+
+    def shell(self) -> str:
+        """What a person would type for a non-file snippet (shown in reports; the bundle
+        runs its own guarded version of ``edit`` and ``apply``)."""
+        if self.kind in ("enable", "mask"):
+            return f"systemctl {self.kind} {self.content.strip()}"
+        if self.kind == "edit":
+            return f"# edit {self.path} in place: {self.content}"
+        if self.kind == "apply" and self.content == "sshd":
+            return "sshd -t && systemctl reload ssh"
+        if self.kind == "apply":
+            return ("nft -c -f /etc/nftables.conf && nft -f /etc/nftables.conf  "
+                    "# aiaudit remediate: with a timed rollback")
+        return self.content
 
     @classmethod
     def file(cls, path: str, content: str, description: str = "") -> Snippet:
@@ -139,6 +157,23 @@ class Snippet:
     def enable(cls, unit: str, description: str = "") -> Snippet:
         """Enable systemd unit ``unit`` (a persisted fix: it starts at every boot)."""
         return cls(kind="enable", content=unit, description=description)
+
+    @classmethod
+    def mask(cls, unit: str, description: str = "") -> Snippet:
+        """Mask systemd unit ``unit`` (a persisted fix: it never starts)."""
+        return cls(kind="mask", content=unit, description=description)
+
+    @classmethod
+    def edit(cls, path: str, op: str, description: str = "") -> Snippet:
+        """Edit the file at ``path`` in place with operation ``op`` (see
+        :mod:`aiaudit.edits`)."""
+        return cls(kind="edit", content=op, path=path, description=description)
+
+    @classmethod
+    def apply(cls, target: str, description: str = "") -> Snippet:
+        """Make a running service take the installed configuration (``sshd``, or
+        ``nftables PORTS`` with the TCP ports an SSH session may use)."""
+        return cls(kind="apply", content=target, description=description)
 
     @classmethod
     def command(cls, content: str, description: str = "") -> Snippet:
@@ -155,6 +190,10 @@ class Remediation:
     manual: str = ""
     """A step the snippets cannot do and a person must (e.g. "remove elevator= from the
     tuned profile"); empty when applying the snippets is the whole fix."""
+    followup: str = ""
+    """A step after applying the snippets that makes configuration they already fix take
+    effect (regenerate the bootloader configuration, reboot): the persisted configuration
+    is right once the snippets are in place, unlike :attr:`manual`."""
 
 
 @record

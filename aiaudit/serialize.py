@@ -48,6 +48,8 @@ def remediation_dict(r: Remediation | None) -> dict[str, Any] | None:
     }
     if r.manual:
         out["manual"] = r.manual
+    if r.followup:
+        out["followup"] = r.followup
     return out
 
 
@@ -161,7 +163,7 @@ def run_from_dict(d: dict[str, Any]) -> RunResult:
             remediation = Remediation(rem["summary"], tuple(
                 Snippet(kind=s["kind"], content=s["content"], path=s.get("path"),
                         description=s.get("description", "")) for s in rem.get("snippets", [])),
-                manual=rem.get("manual", ""))
+                manual=rem.get("manual", ""), followup=rem.get("followup", ""))
         ev = tuple(Evidence(source=e["source"], value=e.get("value"), path=e.get("path"),
                             line=e.get("line"), kind=e.get("kind", "file"))
                    for e in f.get("evidence", []))

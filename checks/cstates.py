@@ -375,7 +375,7 @@ def run(ctx: CheckContext) -> Iterator[Result]:
             (*snips, Snippet.command(
                 f"cpupower idle-set -D {bound} || for f in {CPU}/cpu*/cpuidle/state*; do "
                 f"[ \"$(cat $f/latency)\" -gt {bound} ] && echo 1 > $f/disable; done",
-                "disable deep idle states now")), manual=boot.PARAMS_MANUAL)
+                "disable deep idle states now")), **boot.params_step(cfg))
     evidence = list(dict.fromkeys(evidence))
     yield Result(status, "cpuidle", msg, expected=want,
                  actual=runtime_txt if host.live else boot_txt, aspect=aspect,

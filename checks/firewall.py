@@ -19,11 +19,14 @@ in any is final).  The decision follows :mod:`aiaudit.parsers.netfilter`.
 
 from __future__ import annotations
 
+import json
 import shlex
 from dataclasses import field
 from typing import Any, Iterator
 
-from aiaudit import systemd
+from aiaudit.checks import slurm as slurm_check
+
+from aiaudit import inbound, systemd
 from aiaudit.api import (
     Aspect,
     CheckContext,
@@ -479,67 +482,110 @@ def _ports_text(p: tuple[str, int, int, Any]) -> str:
 
 
 # ================================================================== remediation
-def nftables_conf(allowed: list[tuple[str, int, int]]) -> str:
-    """A default-deny /etc/nftables.conf admitting ``allowed``."""
-    lines = ["#!/usr/sbin/nft -f", "# aiaudit: default-deny input; adjust the allowed ports",
-             "flush ruleset", "", "table inet filter {", "  chain input {",
-             "    type filter hook input priority filter; policy drop;",
-             '    iif "lo" accept', "    ct state established,related accept",
-             "    ct state invalid drop",
-             "    meta l4proto { icmp, ipv6-icmp } accept"]
-    for proto in ("tcp", "udp"):
-        ports = [str(lo) if lo == hi else f"{lo}-{hi}" for p, lo, hi in allowed if p == proto]
-        if ports:
-            lines.append(f"    {proto} dport {{ {', '.join(ports)} }} accept")
-    lines += ["  }", "}", ""]
-    return "\n".join(lines)
+def admitted(ctx: CheckContext) -> tuple[list[inbound.Admit], list[str]]:
+    """What the fix admits: the ruleset's ``settings.firewall`` with Slurm's ports read
+    from the scanned root (:mod:`aiaudit.inbound`)."""
+    def slurm_info() -> tuple[bool, str | None, dict[str, str]]:
+        path, conf, _problems = slurm_check.slurm_conf(ctx.host)
+        return (slurm_check.installed(ctx.host), path,
+                {k: v.value for k, v in conf.items()})
+    # once per run: every failing subject of both rules proposes the same firewall
+    key = ("firewall.admitted", json.dumps(ctx.settings.get("firewall"), sort_keys=True))
+    return ctx.host.memo(key, lambda: inbound.admits(ctx.settings, slurm_info))
 
 
-def _remediation(st: FirewallState, allowed: list[tuple[str, int, int]], live: bool,
+def _tcp_ports(adm: list[inbound.Admit]) -> str:
+    """TCP ports admitted from anywhere, ``22,6817-6818`` (an SSH session must use one)."""
+    return ",".join(str(lo) if lo == hi else f"{lo}-{hi}"
+                    for p, lo, hi in inbound.any_source_ports(adm) if p == "tcp")
+
+
+def _ufw_rules(adm: list[inbound.Admit]) -> list[str]:
+    out = []
+    for a in adm:
+        for src in a.sources or ("any",):
+            for iif in a.ifaces or ("",):
+                on = f"in on {iif} " if iif else ""
+                if a.everything:
+                    out.append(f"ufw allow {on}from {src}")
+                    continue
+                for p, lo, hi in a.ports:
+                    port = str(lo) if lo == hi else f"{lo}:{hi}"
+                    out.append(f"ufw allow {on}from {src} to any port {port} proto {p}")
+    return out
+
+
+def _firewalld_rules(adm: list[inbound.Admit]) -> list[str]:
+    out = []
+    for a in adm:
+        ports = [f"{lo}{'' if lo == hi else f'-{hi}'}/{p}" for p, lo, hi in a.ports]
+        for iif in a.ifaces:
+            out.append(f"firewall-cmd --permanent --zone=trusted --add-interface={iif}")
+        for src in a.sources:
+            fam = "ipv6" if ":" in src else "ipv4"
+            if a.everything:
+                out.append(f"firewall-cmd --permanent --zone=trusted --add-source={src}")
+            for spec in ports:
+                port, _, proto = spec.partition("/")
+                out.append(shlex.join(["firewall-cmd", "--permanent", "--add-rich-rule",
+                                       f"rule family={fam} source address={src} port "
+                                       f"port={port} protocol={proto} accept"]))
+        if not a.restricted:
+            out += [f"firewall-cmd --permanent --add-port={spec}" for spec in ports]
+    return out
+
+
+def _remediation(ctx: CheckContext, st: FirewallState,
                  extra: list[tuple[str, int, int, Any]] | None = None) -> Remediation:
-    """Fix for the mechanism in charge.  A file snippet is offered only where installing
-    the file alone fixes the boot state (nftables.service already enabled); otherwise
-    the whole fix is commands (writing the file and enabling the unit)."""
+    """Fix for the mechanism in charge, admitting what the ruleset settings declare.
+    nftables (or no firewall): the ruleset as a file, the unit enabled (both also work
+    offline), and a live load with a timed rollback that refuses to cut an SSH session."""
+    try:
+        adm, notes = admitted(ctx)
+    except inbound.SettingsError as exc:
+        return Remediation(f"No fix proposed: {exc}.")
+    what = "; ".join(a.text() for a in adm) or "nothing"
     active = st.active()
-    specs = [f"{lo}{'' if lo == hi else f'-{hi}'}/{p}" for p, lo, hi in allowed]
     ufw_idle = any(m.name == "ufw" and not m.active and m.reason.startswith("ENABLED=yes")
                    for m in st.mechanisms)
     if "ufw" in active or ufw_idle:
-        cmds = ["ufw default deny incoming", *(f"ufw allow {s.replace('-', ':')}"
-                                                for s in specs)]
+        cmds = ["ufw default deny incoming", *_ufw_rules(adm)]
         cmds += [f"ufw delete allow {_ports_text(x).replace('-', ':')}" for x in extra or ()]
         return Remediation("ufw is the configured firewall: set a deny-incoming default, allow "
-                           "only the allowed ports, and make sure ufw.service starts at boot "
+                           f"only {what}, and make sure ufw.service starts at boot "
                            "(ufw.conf's ENABLED=yes alone loads nothing).",
                            (Snippet.command(" && ".join([*cmds, "ufw enable",
                                                          "systemctl enable --now ufw"]),
-                                            "ufw: default deny, allowed ports only"),))
+                                            "ufw: default deny, declared inbound only"),))
     if "firewalld" in active:
         cmds = [f"firewall-cmd --permanent --remove-port={_ports_text(x)}" for x in extra or ()]
-        cmds += ["firewall-cmd --permanent --set-target=default",
-                 *(f"firewall-cmd --permanent --add-port={s}" for s in specs),
+        cmds += ["firewall-cmd --permanent --set-target=default", *_firewalld_rules(adm),
                  "firewall-cmd --reload"]
         return Remediation("firewalld is the active firewall: use a zone whose target rejects "
-                           "(default, DROP or %%REJECT%%) and open only the allowed ports "
-                           "(remove services/ports that open others; see firewalld.zone(5)).",
+                           f"(default, DROP or %%REJECT%%) and admit only {what} (remove "
+                           "services/ports that open others; see firewalld.zone(5)).",
                            (Snippet.command(" && ".join(cmds), "firewalld default zone"),))
-    conf = nftables_conf(allowed)
+    conf = inbound.nftables_conf(adm, notes)
     caveat = (" (Docker/Kubernetes add their own tables; `flush ruleset` removes them until "
-              "they restart)" if live else "")
-    if "nftables" in active:
-        return Remediation(
-            "Replace /etc/nftables.conf with a default-deny input policy that admits only the "
-            f"allowed ports, and load it{caveat}.",
-            (Snippet.file(NFTABLES_CONF, conf, "default-deny input with the allowed ports "
-                          "(merge with rules you need: it flushes the ruleset)"),
-             Snippet.command("nft -c -f /etc/nftables.conf && systemctl enable --now nftables "
-                             "&& systemctl reload nftables", "check and load it now")))
+              "they restart)" if ctx.host.live else "")
+    first = "Replace" if "nftables" in active else "No firewall loads at boot: write"
+    try:
+        unit = systemd.load_unit(ctx.host, "nftables.service")
+        manual = "" if unit.exists else (
+            "Unmask nftables.service and enable it." if unit.masked else
+            "Install the nftables package (it ships nftables.service), then run "
+            "`systemctl enable nftables.service`.")
+    except (HostError, ParseError) as exc:
+        manual = f"Enable nftables.service (its unit cannot be read: {exc})."
+    enable = () if manual else (Snippet.enable("nftables.service", "load it at every boot"),)
     return Remediation(
-        "No firewall loads at boot: write a default-deny /etc/nftables.conf that admits only "
-        f"the allowed ports and enable nftables.service{caveat}.",
-        (Snippet.command(f"cat > /etc/nftables.conf <<'EOF'\n{conf}EOF\n"
-                         "nft -c -f /etc/nftables.conf && systemctl enable --now nftables",
-                         "write /etc/nftables.conf, check it, load it now and at every boot"),))
+        f"{first} /etc/nftables.conf with a default-deny input policy admitting only {what} "
+        f"(settings.firewall.allow_inbound), enable nftables.service and load it{caveat}.",
+        (Snippet.file(NFTABLES_CONF, conf, "default-deny input admitting the declared "
+                      "inbound set (merge with rules you need: it flushes the ruleset)"),
+         *enable,
+         Snippet.apply(f"nftables {_tcp_ports(adm)}".rstrip(),
+                       "check and load it now, with a timed rollback")), manual=manual)
 
 
 # ================================================================== checks
@@ -652,8 +698,7 @@ def run_default_deny(ctx: CheckContext) -> Iterator[Result]:
                          f"no IPv{fam} input filter: no base chain on the input hook "
                          f"({_mech_text(st)}).{notes}", expected="default deny",
                          actual="no input filtering", aspect=aspect, evidence=tuple(evidence),
-                         remediation=_remediation(st, nf.parse_port_specs(["22/tcp"]),
-                                                  ctx.host.live))
+                         remediation=_remediation(ctx, st))
             continue
         bad = {p: d for p, d in ev.default.items() if d.outcome is not nf.Outcome.DROP}
         for d in (bad or ev.default).values():
@@ -674,13 +719,23 @@ def run_default_deny(ctx: CheckContext) -> Iterator[Result]:
                      expected="default deny", actual="; ".join(
                          f"{p} {d.outcome}" for p, d in bad.items()),
                      aspect=aspect, evidence=tuple(evidence),
-                     remediation=_remediation(st, nf.parse_port_specs(["22/tcp"]),
-                                              ctx.host.live))
+                     remediation=_remediation(ctx, st))
 
 
 def run_allowed_ports(ctx: CheckContext) -> Iterator[Result]:
     """The firewall admits new inbound connections only to the allowed ports."""
     specs = list(ctx.params["allowed"])
+    try:
+        declared = inbound.any_source_ports(admitted(ctx)[0])
+    except inbound.SettingsError as exc:
+        yield Result(Status.ERROR, "settings", f"{exc}")
+        return
+    # the ports the ruleset's settings.firewall declares are allowed too (one source of truth
+    # for the check and the fix it proposes)
+    for p, lo, hi in declared:
+        spec = f"{lo}/{p}" if lo == hi else f"{lo}-{hi}/{p}"
+        if spec not in specs:
+            specs.append(spec)
     allowed = nf.parse_port_specs(specs)
     want = ", ".join(specs) or "nothing"
     for item in _common(ctx, allowed):
@@ -723,7 +778,7 @@ def run_allowed_ports(ctx: CheckContext) -> Iterator[Result]:
                          f"{_mech_text(st)}){also}.{rnote}",
                          expected=f"only {want}", actual=what, aspect=aspect,
                          evidence=tuple(evidence),
-                         remediation=_remediation(st, allowed, ctx.host.live, extra))
+                         remediation=_remediation(ctx, st, extra))
             continue
         if extra:
             lines = "; ".join(f"{_ports_text(a)} ({a[3].outcome}: {_decider_text(a[3])})"
@@ -733,7 +788,7 @@ def run_allowed_ports(ctx: CheckContext) -> Iterator[Result]:
                          expected=f"only {want}",
                          actual=", ".join(_ports_text(a) for a in extra), aspect=aspect,
                          evidence=tuple(evidence),
-                         remediation=_remediation(st, allowed, ctx.host.live, extra),
+                         remediation=_remediation(ctx, st, extra),
                          data={"admitted": [_ports_text(a) for a in extra]})
             continue
         yield Result(Status.PASS, subject,

@@ -624,9 +624,10 @@ def run_iommu(ctx: CheckContext) -> Iterator[Result]:
     host = ctx.host
     cl = _boot_cmdline(host)
     ok, how, cev = _iommu_cmdline(cl)
-    fix_summary, snippets = boot.set_params(boot.load(host), ["iommu=pt"])
+    bcfg = boot.load(host)
+    fix_summary, snippets = boot.set_params(bcfg, ["iommu=pt"])
     fix = Remediation(f"Use IOMMU passthrough for host devices: {fix_summary}", snippets,
-                      manual=boot.PARAMS_MANUAL)
+                      **boot.params_step(bcfg))
     if not host.live:
         blocked = gpu_checks.gate(host, ctx.params, "iommu")
         if blocked:

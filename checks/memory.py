@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from typing import Any, Iterator
 
-from aiaudit import boot, systemd, tuned
+from aiaudit import boot, edits, systemd, tuned
 from aiaudit.api import (
     Aspect,
     CheckContext,
@@ -140,6 +140,9 @@ def run_thp(ctx: CheckContext) -> Iterator[Result]:
                 value, explicit = o.value.strip(), True
                 source = f"{st.describe()} [vm] {k} ({o.file.lstrip('/')}:{o.line})"
                 ev.append(Evidence.file(o.file, o.line, f"{k}={o.value}"))
+                if value not in allowed:
+                    # tuned writes sysfs after boot: it beats any boot parameter or unit
+                    competing.append(f"{source} sets {value}: change it in the tuned profile")
                 break
     except (HostError, ParseError) as exc:
         yield Result(Status.ERROR, what, f"boot-time {what} cannot be determined: {exc}")
@@ -157,9 +160,11 @@ def run_thp(ctx: CheckContext) -> Iterator[Result]:
         val = allowed[0]
         now = Snippet.command(f"echo {val} > {path}", "apply now")
         if setting == "enabled":
-            summary, snips = boot.set_params(boot.load(host), [f"transparent_hugepage={val}"])
-            rem = Remediation(summary + " Apply it now through sysfs.", (*snips, now),
-                              manual=boot.PARAMS_MANUAL)
+            bcfg = boot.load(host)
+            summary, snips = boot.set_params(bcfg, [f"transparent_hugepage={val}"])
+            step = {"manual": "; ".join(competing)} if competing else \
+                boot.params_step(bcfg)
+            rem = Remediation(summary + " Apply it now through sysfs.", (*snips, now), **step)
         else:
             rem = Remediation(f"Set THP defrag to {val} at boot with a oneshot unit "
                               f"({THP_UNIT}) and now through sysfs.", (
@@ -261,10 +266,8 @@ def run_shm(ctx: CheckContext) -> Iterator[Result]:
         rem = Remediation(f"Mount /dev/shm with size={size} from /etc/fstab{where}: "
                           f"`{line.strip()}`, and remount it now. In containers, raise "
                           "--shm-size instead.", (
-                              Snippet.command(
-                                  r"sed -i -E '\|^[^#]*\s/dev/shm\s|d' /etc/fstab && "
-                                  f"echo '{line.strip()}' >> /etc/fstab",
-                                  "replace the /dev/shm line of /etc/fstab"),
+                              Snippet.edit(FSTAB, edits.SET_MOUNT + " " + line.strip(),
+                                           "make it the /dev/shm line of /etc/fstab"),
                               Snippet.command(f"mount -o remount,size={size} /dev/shm",
                                               "resize now")))
     yield Result(status, "/dev/shm", msg, expected=want,
@@ -339,7 +342,10 @@ def run_swap(ctx: CheckContext) -> Iterator[Result]:
             for sub in host.listdir(d):
                 if sub.endswith((".wants", ".requires")):
                     for n in host.listdir(f"{d}/{sub}"):
-                        if n.endswith(".swap") and n not in units:
+                        # a masked unit never starts (systemctl mask: /etc/systemd/system)
+                        masked = any(host.is_masked(f"{m}/{n}") for m in (
+                            "/etc/systemd/system", "/run/systemd/system"))
+                        if n.endswith(".swap") and n not in units and not masked:
                             units.append(n)
                             configured.append(f"{n} (enabled in {d.lstrip('/')}/{sub})")
                             ev.append(Evidence.file(f"{d}/{sub}/{n}"))
@@ -359,10 +365,9 @@ def run_swap(ctx: CheckContext) -> Iterator[Result]:
                                   boot_txt=boot_txt, want="off")
     rem = None
     if status is Status.FAIL:
-        snips = [Snippet.command(r"sed -i -E 's|^([^#].*\sswap\s)|#\1|' /etc/fstab",
-                                 "comment out swap lines in /etc/fstab")]
-        snips += [Snippet.command(f"systemctl mask {u}", "stop the swap unit at boot")
-                  for u in units]
+        # /etc/fstab is not a drop-in: the fix edits it in place (also under ROOT=)
+        snips = [Snippet.edit(FSTAB, edits.COMMENT_SWAP, "comment out swap lines")]
+        snips += [Snippet.mask(u, "stop the swap unit at boot") for u in units]
         if any(c.startswith("zram-generator") for c in configured):
             snips.append(Snippet.file("/etc/systemd/zram-generator.conf",
                                       "# no zram swap on training hosts (aiaudit)\n",

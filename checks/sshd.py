@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterator
 
+from aiaudit import edits
 from aiaudit.api import (
     Aspect,
     CheckContext,
@@ -36,9 +37,11 @@ from aiaudit.records import record
 DROPIN = "/etc/ssh/sshd_config.d/00-aiaudit.conf"
 """Remediation drop-in.  sshd keeps the *first* value it reads and Debian's main file
 includes ``sshd_config.d/*.conf`` on its first line, so a name that sorts first wins."""
-RELOAD = "sshd -t && systemctl reload ssh"
-"""Validate, then make the running daemon re-read its configuration (Debian's unit is
-``ssh.service``; ``sshd.service`` is an alias)."""
+RELOAD = Snippet.apply("sshd", "validate with sshd -t, then reload a running sshd (the "
+                       "previous files come back when sshd refuses the new ones)")
+"""Validate, then make the running daemon re-read its configuration: the bundle runs
+``sshd -t -f /etc/ssh/sshd_config`` and reloads ``ssh.service`` (Debian) or
+``sshd.service`` only when one runs."""
 
 _VALUE = {"type": ["integer", "string"]}
 
@@ -232,17 +235,34 @@ def _with_dropin(cfg: sp.SshdConfig, text: str) -> sp.SshdConfig:
     return cfg.with_file(DROPIN, text)
 
 
+def _with_main(cfg: sp.SshdConfig, text: str) -> sp.SshdConfig:
+    """The configuration as sshd would read it with the main file's text replaced."""
+    real_read = cfg.reader
+
+    def read(path: str) -> str:
+        return text if path == cfg.main else real_read(path)
+
+    return sp.load(read, cfg.globber, cfg.main)
+
+
+def _fixes(make: Callable[[], sp.SshdConfig], option: str,
+           ok: Callable[[sp.Setting], bool]) -> bool:
+    """True if the configuration ``make`` builds gives ``option`` an acceptable value."""
+    try:
+        return ok(make().value(option))
+    except ParseError:
+        return False
+
+
 def remediation(cfg: sp.SshdConfig, setting: sp.Setting, line: str,
                 ok: Callable[[sp.Setting], bool]) -> Remediation:
-    """Fix for a failing global value: the drop-in when sshd would let it win (checked by
-    re-evaluating the configuration with it), else the line to edit and why."""
+    """Fix for a failing global value: the drop-in when sshd would let it win, else an
+    in-place edit of the main file (its global lines of the keyword commented out, the line
+    inserted before the first ``Match``) when that wins, else the line to edit by hand and
+    why.  Each is checked by re-evaluating the configuration with the fix applied."""
     d = setting.directive or (setting.entries[0] if setting.entries else None)
-    reload = Snippet.command(RELOAD, "check the configuration and reload sshd")
-    try:
-        fixed = _with_dropin(cfg, line + "\n").value(setting.option)
-        wins = ok(fixed)
-    except ParseError:
-        wins = False
+    reload = RELOAD
+    wins = _fixes(lambda: _with_dropin(cfg, line + "\n"), setting.option, ok)
     if wins:
         also = f" (it then overrides {_where(d)})" if d is not None else ""
         return Remediation(
@@ -251,9 +271,24 @@ def remediation(cfg: sp.SshdConfig, setting: sp.Setting, line: str,
             (Snippet.file(DROPIN, line + "\n", f"set {setting.option} (first value wins)"),
              reload))
     why = _why_dropin_loses(cfg, d)
+    op = edits.set_directive_op(line)
+    if edits.valid(op) and (d is None or d.block is None):
+        try:
+            main = cfg.reader(cfg.main)
+        except Exception:  # the reader's own error: no edit can be proven
+            main = None
+        if main is not None and _fixes(lambda: _with_main(cfg, edits.apply(op, main)),
+                                       setting.option, ok):
+            return Remediation(
+                f"A drop-in would not take effect ({why}): edit {cfg.main} in place "
+                f"(backed up first): comment out its global {setting.option} lines and "
+                f"insert `{line}` before the first Match block.",
+                (Snippet.edit(cfg.main, op, f"set {setting.option} in the main file"),
+                 reload))
     target = f"change {_where(d)} to `{line}`" if d is not None else f"add `{line}` to " \
         f"{sp.MAIN_CONFIG} before any Match block"
-    return Remediation(f"A drop-in would not take effect ({why}): {target}.", (reload,))
+    return Remediation(f"A drop-in would not take effect ({why}): {target}.", (reload,),
+                       manual=target[0].upper() + target[1:] + ".")
 
 
 def _why_dropin_loses(cfg: sp.SshdConfig, d: sp.Directive | None) -> str:
@@ -357,16 +392,16 @@ def run_option(ctx: CheckContext) -> Iterator[Result]:
             if fix_value is not None:
                 rem = remediation(cfg, s, f"{name} {fix_value}", ok)
             else:
-                rem = Remediation(f"Set {name} so that it is {want_txt} (the first value "
-                                  f"sshd reads wins; now decided by {where}).",
-                                  (Snippet.command(RELOAD),))
+                how = f"Set {name} so that it is {want_txt} (the first value sshd reads " \
+                    f"wins; now decided by {where})."
+                rem = Remediation(how, (RELOAD,), manual=how)
         else:
             msg = (f"connections matching this block get {name} {shown} ({where}) "
                    f"whatever the global value (now {global_value}); expected {want_txt}")
             target = f"`{name} {fix_value}`" if fix_value is not None else want_txt
-            rem = Remediation(f"Change {where} to {target} or remove it: a matching Match "
-                              "block overrides every global value, so a drop-in cannot fix "
-                              "it.", (Snippet.command(RELOAD, "check and reload sshd"),))
+            how = (f"Change {where} to {target} or remove it: a matching Match block "
+                   "overrides every global value, so a drop-in cannot fix it.")
+            rem = Remediation(how, (RELOAD,), manual=how)
         yield Result(Status.FAIL, subject, msg + note, expected=want_txt, actual=s.value,
                      aspect=Aspect.CONFIG, evidence=_evidence(s), remediation=rem)
 
@@ -438,8 +473,9 @@ def run_kbd(ctx: CheckContext) -> Iterator[Result]:
             rem = remediation(cfg, s, f"{subject} no", lambda x: x.value == "no")
         else:
             msg = f"connections matching this block: {msg}"
-            rem = Remediation(f"Change {s.source} to `{subject} no`: a matching Match block "
-                              "overrides global values.", (Snippet.command(RELOAD),))
+            how = (f"Change {s.source} to `{subject} no`: a matching Match block "
+                   "overrides global values.")
+            rem = Remediation(how, (RELOAD,), manual=how)
         yield Result(Status.FAIL, name, msg + note, expected=want, actual="yes",
                      aspect=Aspect.CONFIG, evidence=ev, remediation=rem)
 

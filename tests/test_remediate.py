@@ -58,14 +58,10 @@ def _check_remediation(run) -> list[str]:
             problems.append(f"{where}: failing without remediation summary")
             continue
         for s in rem.snippets:
-            if s.kind not in ("file", "enable", "command"):
-                problems.append(f"{where}: snippet kind {s.kind!r}")
-            if s.kind == "enable" and not remediate._UNIT.match(s.content):
-                problems.append(f"{where}: enable snippet {s.content!r} is not a unit name")
-            if s.kind == "file" and not remediate.safe_target(s.path):
-                problems.append(f"{where}: file snippet target {s.path!r} is not absolute")
             if not s.content.strip():
                 problems.append(f"{where}: empty {s.kind} snippet")
+        # every snippet is one the bundle accepts (kind, path, unit, edit, apply target)
+        problems += remediate.build(replace(run, findings=(f,))).rejected
     return problems
 
 
@@ -221,17 +217,22 @@ def test_bundle_layout_readme_and_playbook(tmp_path: Path) -> None:
     for f in b.fixed:
         assert f.rule_id in readme
     assert "SYSCTL-KERNEL-NUMA-BALANCING" not in readme  # waived
-    play = yaml.safe_load((out / "playbook.yml").read_text())
+    play = yaml.load((out / "playbook.yml").read_text(), Loader=remediate.playbook_loader())
     tasks = play[0]["tasks"]
-    copies = [t["ansible.builtin.copy"] for t in tasks if "ansible.builtin.copy" in t]
-    shells = [t["ansible.builtin.shell"] for t in tasks if "ansible.builtin.shell" in t]
-    assert {c["dest"] for c in copies} == set(b.files)
-    assert all(c["backup"] is True and c["mode"] == "0644" for c in copies)
-    for c in copies:
-        src = c["src"].replace("{{ playbook_dir }}", str(out))
-        assert Path(src).read_text() == b.files[c["dest"]]
-    assert shells == b.commands
+    copies = [t for t in tasks if "ansible.builtin.copy" in t]
+    shells = [t["ansible.builtin.command"]["argv"] for t in tasks
+              if "ansible.builtin.command" in t]
+    assert {c["vars"]["aiaudit_path"] for c in copies} == set(b.files)
+    for t in copies:
+        c = t["ansible.builtin.copy"]
+        assert c["backup"] is True and c["mode"] == "0644"
+        assert c["dest"] == "{{ (aiaudit_root | regex_replace('/$', '')) ~ aiaudit_path }}"
+        src = c["src"].replace("{{ playbook_dir }}", str(out)).replace(
+            "{{ aiaudit_path }}", t["vars"]["aiaudit_path"])
+        assert Path(src).read_text() == b.files[t["vars"]["aiaudit_path"]]
+    assert shells == [["/bin/sh", "-c", c] for c in b.commands]
     assert play[0]["become"] is True and play[0]["hosts"] == "all"
+    assert play[0]["vars"] == {"aiaudit_root": "/"}
 
 
 def test_install_script_passes_shellcheck(tmp_path: Path) -> None:

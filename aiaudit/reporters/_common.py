@@ -99,6 +99,7 @@ def remediation_text(finding: Finding, *, markdown: bool = False) -> str:
             lines += (["", "Enable at boot:", "", "```sh", cmd, "```"] if markdown
                       else ["Enable at boot:", f"    $ {cmd}"])
         else:
+            body = s.shell().rstrip("\n")
             lines += (["", "Run now:", "", "```sh", body, "```"] if markdown
                       else ["Run now:", *("    $ " + ln for ln in body.splitlines())])
     return "\n".join(lines)
@@ -201,8 +202,10 @@ def _snippets(f: Finding) -> tuple[tuple[str, str | None, str], ...]:
             out.append(("file", path, content))
             if rest:
                 out.append(("command", None, rest))
-        else:
+        elif s.kind in ("file", "enable", "command"):
             out.append((s.kind, s.path, s.content))
+        else:  # mask, edit, apply: the command a person would type
+            out.append(("command", s.path, s.shell()))
     return tuple(out)
 
 

@@ -64,11 +64,13 @@ def test_nftables_conf_but_service_disabled(make_root) -> None:
     r = dd["ipv4 (boot)"]
     assert r.status is Status.FAIL and "no firewall mechanism is active" in r.message
     assert "nftables.service is not enabled" in r.message
-    # the file alone would not load at boot: the fix is commands only
-    (cmd,) = r.remediation.snippets
-    assert cmd.kind == "command" and "policy drop" in cmd.content
-    assert "cat > /etc/nftables.conf" in cmd.content
-    assert "systemctl enable --now nftables" in cmd.content
+    # the file alone would not load at boot: the fix is the file, the unit enabled (both
+    # work offline) and a guarded live load
+    conf, enable, load = r.remediation.snippets
+    assert (conf.kind, conf.path) == ("file", "/etc/nftables.conf")
+    assert "policy drop" in conf.content and "tcp dport 22 accept" in conf.content
+    assert (enable.kind, enable.content) == ("enable", "nftables.service")
+    assert (load.kind, load.content) == ("apply", "nftables 22")
     # with the service enabled, replacing the file is the fix
     conf = SSH_ONLY.replace("policy drop", "policy accept")
     r2 = results("firewall.default_deny", nft_root(make_root, conf))["ipv4 (boot)"]

@@ -59,8 +59,7 @@ def test_shm_live(make_root) -> None:
     (r,) = run_check("memory.shm", make_root(files), {"min_size": "4G"}, live=True)
     assert r.status is Status.FAIL and r.aspect is Aspect.RUNTIME and r.actual == "64M"
     assert [s.content for s in r.remediation.snippets] == [
-        r"sed -i -E '\|^[^#]*\s/dev/shm\s|d' /etc/fstab && "
-        "echo 'tmpfs /dev/shm tmpfs rw,nosuid,nodev,size=4G 0 0' >> /etc/fstab",
+        "set-mount tmpfs /dev/shm tmpfs rw,nosuid,nodev,size=4G 0 0",
         "mount -o remount,size=4G /dev/shm"]
     files["/proc/mounts"] = "tmpfs /dev/shm tmpfs rw,size=0k 0 0\n"     # unlimited
     (r,) = run_check("memory.shm", make_root(files), {"min_size": "90%"}, live=True)
@@ -97,7 +96,10 @@ def test_swap_live_and_offline(make_root) -> None:
     unit = {"/etc/systemd/system/swap.target.wants/dev-sdb1.swap": "[Swap]\nWhat=/dev/sdb1\n"}
     (r,) = run_check("memory.swap", make_root(unit))
     assert r.status is Status.FAIL and "dev-sdb1.swap" in r.message
-    assert "systemctl mask dev-sdb1.swap" in [s.content for s in r.remediation.snippets]
+    assert ("mask", "dev-sdb1.swap") in [(s.kind, s.content) for s in r.remediation.snippets]
+    (r,) = run_check("memory.swap", make_root(unit, links={
+        "/etc/systemd/system/dev-sdb1.swap": "/dev/null"}))
+    assert r.status is Status.PASS, r.message  # masked: it never starts
     (r,) = run_check("memory.swap", make_root({}), {"must_be_off": False})
     assert r.status is Status.SKIP
 
@@ -112,32 +114,26 @@ def test_zram_generator_masked_by_empty_etc_config(make_root) -> None:
     assert r.status is Status.PASS
 
 
-def test_fstab_remediation_commands_work_with_real_sed(make_root, tmp_path) -> None:
-    """The remediation edits /etc/fstab in place; run it with GNU sed on a copy."""
-    import os
-    import shutil
-    import subprocess
+def test_fstab_remediation_edits_fstab_in_place(make_root) -> None:
+    """The remediation edits /etc/fstab in place (an edit snippet, also under ROOT=)."""
+    from aiaudit import edits
 
-    import pytest
-
-    if shutil.which("sed") is None:
-        if os.environ.get("CI"):
-            pytest.fail("sed is required in CI")
-        pytest.skip("no sed")
     text = ("UUID=1 / ext4 defaults 0 1\ntmpfs /dev/shm tmpfs size=64m 0 0\n"
             "# tmpfs /dev/shm tmpfs x 0 0\n/swapfile none swap sw 0 0\n")
     root = make_root({"/etc/fstab": text, "/proc/swaps": SWAPS_HDR,
                       "/proc/meminfo": "MemTotal: 16318464 kB\n",
                       "/proc/mounts": "tmpfs /dev/shm tmpfs rw,size=65536k 0 0\n"})
-    fstab = tmp_path / "fstab"
-    fstab.write_text(text)
-    cmds = []
+    ops = []
     for check, params in (("memory.shm", {"min_size": "50%"}), ("memory.swap", {})):
         (r,) = run_check(check, root, params, live=True)
-        cmds += [s.content.replace("/etc/fstab", str(fstab)) for s in r.remediation.snippets
-                 if s.kind == "command" and "/etc/fstab" in s.content]
-    for c in cmds:
-        subprocess.run(["sh", "-c", c], check=True)
-    assert fstab.read_text().splitlines() == [
-        "UUID=1 / ext4 defaults 0 1", "# tmpfs /dev/shm tmpfs x 0 0",
-        "#/swapfile none swap sw 0 0", "tmpfs /dev/shm tmpfs rw,nosuid,nodev,size=50% 0 0"]
+        ops += [s.content for s in r.remediation.snippets
+                if s.kind == "edit" and s.path == "/etc/fstab"]
+    assert len(ops) == 2 and all(edits.valid(op) for op in ops)
+    for op in ops:
+        text = edits.apply(op, text)
+    assert text.splitlines() == [
+        "UUID=1 / ext4 defaults 0 1", "#tmpfs /dev/shm tmpfs size=64m 0 0",
+        "# tmpfs /dev/shm tmpfs x 0 0", "#/swapfile none swap sw 0 0",
+        "tmpfs /dev/shm tmpfs rw,nosuid,nodev,size=50% 0 0"]
+    for op in ops:  # idempotent
+        assert edits.apply(op, text) == text

@@ -418,3 +418,76 @@ def test_variants_do_not_touch_the_cache(debootstrap_root: Path, golden: Path) -
         p = debootstrap_root / path.lstrip("/")
         assert not p.exists() or p.read_text() != TRAINING_FILES[path], path
     assert (debootstrap_root / "etc/ssh/ssh_host_ed25519_key").exists()
+
+
+# ----------------------------------------------------------------------------- fix bundles
+def _persisted_failures(doc: dict[str, Any]) -> set[tuple[str, str]]:
+    return {_bundle_key(r["rule_id"], r["subject"]) for r in doc["results"]
+            if r["status"] == "fail" and r.get("aspect") in ("persisted", "config")}
+
+
+def _bundle_key(rule: str, subject: str) -> tuple[str, str]:
+    # a Match block's subject may name its line, which an edit above it moves
+    return rule, re.sub(r"(\(\S+?):\d+\)$", r"\1)", subject)
+
+
+def bundle_round_trip(root: Path, tmp_path: Path) -> tuple[set, set, Path]:
+    """scan -> remediate -> ``ROOT=copy NO_COMMANDS=1 sh install.sh`` -> rescan: (failures
+    of persisted/config aspect left, the README's "not fixed" list of those aspects, the
+    copy)."""
+    from aiaudit import remediate
+
+    _code, before = scan_json(root)
+    report = tmp_path / "scan.json"
+    report.write_text(json.dumps(before))
+    bundle = tmp_path / "bundle"
+    r = cli("remediate", str(report), "--output-dir", str(bundle))
+    assert r.code == 0, r.err
+    copy = variant(root, tmp_path / "copy")
+    # the bundle writes in place: break the hard links to the cache of what it may change
+    for p in [*copy.joinpath("etc").rglob("*")]:
+        if p.is_file() and not p.is_symlink() and p.stat().st_nlink > 1:
+            data = p.read_bytes()
+            p.unlink()
+            p.write_bytes(data)
+    p = subprocess.run(["sh", str(bundle / "install.sh")], capture_output=True, text=True,
+                       timeout=300, env={**os.environ, "ROOT": str(copy), "NO_COMMANDS": "1",
+                                         "BACKUP_DIR": str(tmp_path / "backup")})
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    _code, after = scan_json(copy)
+    aspect = {(r["rule_id"], r["subject"]): r.get("aspect") for r in before["results"]}
+    listed = {_bundle_key(*k) for k in remediate.manual_list((bundle / "README.txt").read_text())
+              if aspect.get(k) in ("persisted", "config")}
+    return _persisted_failures(after), listed, copy
+
+
+def test_bundle_round_trip_on_the_image(golden: Path, tmp_path: Path) -> None:
+    """Done-when of the fix bundles on a real Debian root: a broken image (the firewall
+    never set up, swap in fstab, an SSH drop-in weakened, sysctl drop-in gone) is fixed
+    offline but for exactly what the bundle README lists."""
+    root = variant(golden, tmp_path / "root", files={
+        "/etc/fstab": "UUID=1 / ext4 defaults 0 1\n/swapfile none swap sw 0 0\n",
+        "/etc/ssh/sshd_config.d/10-vendor.conf": "PasswordAuthentication yes\n"},
+        remove=("/etc/sysctl.d/90-training.conf",))
+    _c, doc = scan_json(root)
+    assert {("MEM-SWAP-OFF", "swap"), ("SSH-PASSWORD-AUTHENTICATION",
+                                       "PasswordAuthentication")} <= _persisted_failures(doc)
+    left, listed, copy = bundle_round_trip(root, tmp_path)
+    assert left == listed
+    assert "#/swapfile none swap sw 0 0" in (copy / "etc/fstab").read_text()
+
+
+def test_bundle_round_trip_sshd_without_include(golden: Path, tmp_path: Path) -> None:
+    """The image's sshd_config without its Include line: the bundle edits it in place."""
+    main = (golden / "etc/ssh/sshd_config").read_text()
+    lines = [ln for ln in main.splitlines() if not ln.startswith("Include ")]
+    root = variant(golden, tmp_path / "root", files={
+        "/etc/ssh/sshd_config": "\n".join(["PermitRootLogin yes", *lines]) + "\n"},
+        remove=("/etc/ssh/sshd_config.d/50-training.conf",))
+    _c, doc = scan_json(root)
+    assert ("SSH-PERMIT-ROOT-LOGIN", "PermitRootLogin") in _persisted_failures(doc)
+    left, listed, copy = bundle_round_trip(root, tmp_path)
+    assert left == listed
+    assert not {r for r, _s in listed if r.startswith("SSH-")}, listed
+    text = (copy / "etc/ssh/sshd_config").read_text()
+    assert "# aiaudit: PermitRootLogin yes" in text and "\nPermitRootLogin no\n" in text

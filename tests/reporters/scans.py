@@ -19,6 +19,7 @@ def scan_root(root: Path | str, *, live: bool = False, ruleset_ref: str = "dl-tr
     """Scan ``root`` with a shipped ruleset; check exceptions propagate."""
     rs = ruleset.load(ruleset_ref, plugins.registry())
     options.setdefault("reraise", True)
+    options.setdefault("settings", dict(rs.settings))  # as the CLI passes them
     return scan(rs, Host(str(root), live=live), ScanOptions(**options))  # type: ignore[arg-type]
 
 

@@ -92,7 +92,7 @@ def test_every_result_and_failing_rule_id_is_present() -> None:
     # header: identity, counts, verdict; the fix-first list holds the firewall fix once
     assert "bad-node" in page and "Debian GNU/Linux 12 (bookworm)" in page
     assert 'id="verdict">Exit code 1 (findings)' in page
-    assert page.count("flush ruleset") == 1
+    assert page.count("\nflush ruleset\n") == 1
     assert page.index('id="fix-first"') < page.index('id="results"')
     assert "no training user is known" in page
 

@@ -132,7 +132,7 @@ def test_report_order_details_then_fix_first_then_summary() -> None:
 def test_each_fix_is_printed_once_and_pastes() -> None:
     text = render(_run(), {})
     assert text.count("No firewall loads at boot") == 1
-    assert text.count("flush ruleset") == 1 and text.count("sysctl -w vm.swappiness") == 1
+    assert text.count("\nflush ruleset\n") == 1 and text.count("sysctl -w vm.swappiness") == 1
     lines = text.splitlines()
     # the here-document starts at column 0 and its delimiter is alone on a line: it pastes
     start = lines.index("cat > /etc/nftables.conf <<'EOF'")
@@ -340,7 +340,7 @@ def test_golden_bad_host_without_firewall() -> None:
     assert tail[-2].startswith("Summary: ") and tail[-1].startswith("Exit code 1 (findings)")
     assert any("1. high, " in line and "firewall" in line for line in tail) or any(
         "FW-DEFAULT-DENY-INPUT (2 results)" in line for line in tail)
-    assert text.count("flush ruleset") == 1
+    assert text.count("\nflush ruleset\n") == 1
     run = scan_root(BAD_HOST)
     fails = [f for f in run.findings if f.status is Status.FAIL]
     for f in fails:
@@ -421,7 +421,7 @@ def test_variants_writing_the_same_file_are_one_fix_said_once() -> None:
     assert grub.also == ["Add b=2 to the kernel command line."]
     assert grub.files == {"/etc/default/grub.d/99-aiaudit.cfg": ["A=1", "B=2"]}
     text = render(run, {})
-    assert text.count("flush ruleset") == 1 and "Replace it and load it" not in text
+    assert text.count("\nflush ruleset\n") == 1 and "Replace it and load it" not in text
 
 
 @pytest.mark.parametrize("fmt", ["text", "html"])
