@@ -8,7 +8,17 @@
 #   PrologFlags=Alloc          # run at allocation, on every allocated node, before the job
 #                              # starts (without it the prolog runs at the first step).
 #                              # Contain implies Alloc and is only needed by pam_slurm_adopt.
-#   PrologEpilogTimeout=60     # Slurm's own limit: keep it above AIAUDIT_TIMEOUT below
+#   PrologEpilogTimeout=60     # Slurm's own limit: keep it above this script's worst case,
+#                              # AIAUDIT_TIMEOUT + 7 s (the outer deadline is TIMEOUT + 5,
+#                              # then `timeout -k 2` waits 2 s more before SIGKILL); with
+#                              # the default AIAUDIT_TIMEOUT=10 that is 17 s.
+#
+# Settings: slurmd gives a prolog only SLURM_* variables, so they come from
+# /etc/aiaudit/prolog.env (KEY=value lines, AIAUDIT and AIAUDIT_* names only, nothing is
+# executed), e.g.
+#   AIAUDIT_FAIL_ON=critical
+#   AIAUDIT_TIMEOUT=20
+# A variable already in the environment (a manual run) wins over the file.
 #
 # What happens:
 #   exit 0  -> the job starts.  Only failures at or above AIAUDIT_FAIL_ON make the exit
@@ -30,6 +40,27 @@
 PATH=/usr/sbin:/usr/bin:/sbin:/bin
 export PATH
 
+PROLOG_ENV=${AIAUDIT_PROLOG_ENV:-/etc/aiaudit/prolog.env}
+if [ -r "$PROLOG_ENV" ]; then
+    while IFS= read -r line || [ -n "$line" ]; do
+        case $line in
+            AIAUDIT=*|AIAUDIT_*=*) ;;
+            *) continue ;;
+        esac
+        name=${line%%=*}
+        case $name in
+            *[!A-Z0-9_]*) continue ;;
+        esac
+        value=${line#*=}
+        case $value in
+            \"*\") value=${value#\"}; value=${value%\"} ;;
+            \'*\') value=${value#\'}; value=${value%\'} ;;
+        esac
+        # the environment wins; $name is a checked identifier, $value is not expanded
+        eval "[ -n \"\${$name+x}\" ]" || eval "$name=\$value"
+    done < "$PROLOG_ENV"
+fi
+
 AIAUDIT=${AIAUDIT:-/usr/local/bin/aiaudit}
 RULESET=${AIAUDIT_RULESET:-slurm-preflight}
 FAIL_ON=${AIAUDIT_FAIL_ON:-high}
@@ -50,6 +81,8 @@ if [ ! -x "$AIAUDIT" ]; then
     exit 0
 fi
 mkdir -p "$(dirname "$REPORT")" "$(dirname "$REASON_FILE")" 2>/dev/null
+# no report of an earlier job may stand for this one if the scan fails
+rm -f "$REPORT"
 
 # A second, outer deadline (coreutils timeout, not Slurm): even a read stuck in the
 # kernel cannot hold the job longer than the scan deadline plus 5 seconds.
@@ -74,6 +107,7 @@ case $rc in
         printf '%s\n' "$reason" > "$REASON_FILE"
         exit 1 ;;
     124|137)
+        rm -f "$REPORT"  # killed: whatever it wrote is incomplete
         reason="aiaudit: did not finish within $((TIMEOUT + 5))s (stuck read?)"
         log "$reason"
         if [ "$ON_ERROR" = fail ]; then
@@ -82,6 +116,7 @@ case $rc in
         fi
         exit 0 ;;
     *)
+        rm -f "$REPORT"
         log "aiaudit: pre-flight check itself failed (exit $rc), node not drained: $stderr"
         exit 0 ;;
 esac
