@@ -24,173 +24,96 @@ from typing import Mapping
 OPTIONS = ("ciphers", "macs", "kexalgorithms", "hostkeyalgorithms")
 """The options these lists are the defaults of (lower case)."""
 
+CIPHERS_8_0 = (
+    "chacha20-poly1305@openssh.com,aes128-ctr,aes192-ctr,aes256-ctr,"
+    "aes128-gcm@openssh.com,aes256-gcm@openssh.com")
+MACS_8_0 = (
+    "umac-64-etm@openssh.com,umac-128-etm@openssh.com,hmac-sha2-256-etm@openssh.com,"
+    "hmac-sha2-512-etm@openssh.com,hmac-sha1-etm@openssh.com,umac-64@openssh.com,"
+    "umac-128@openssh.com,hmac-sha2-256,hmac-sha2-512,hmac-sha1")
+KEX_8_0 = (
+    "curve25519-sha256,curve25519-sha256@libssh.org,ecdh-sha2-nistp256,"
+    "ecdh-sha2-nistp384,ecdh-sha2-nistp521,diffie-hellman-group-exchange-sha256,"
+    "diffie-hellman-group16-sha512,diffie-hellman-group18-sha512,"
+    "diffie-hellman-group14-sha256,diffie-hellman-group14-sha1")
+HOSTKEY_8_0 = (
+    "ecdsa-sha2-nistp256-cert-v01@openssh.com,ecdsa-sha2-nistp384-cert-v01@openssh.com,"
+    "ecdsa-sha2-nistp521-cert-v01@openssh.com,ssh-ed25519-cert-v01@openssh.com,"
+    "rsa-sha2-512-cert-v01@openssh.com,rsa-sha2-256-cert-v01@openssh.com,"
+    "ssh-rsa-cert-v01@openssh.com,ecdsa-sha2-nistp256,ecdsa-sha2-nistp384,"
+    "ecdsa-sha2-nistp521,ssh-ed25519,rsa-sha2-512,rsa-sha2-256,ssh-rsa")
+KEX_8_2 = (
+    "curve25519-sha256,curve25519-sha256@libssh.org,ecdh-sha2-nistp256,"
+    "ecdh-sha2-nistp384,ecdh-sha2-nistp521,diffie-hellman-group-exchange-sha256,"
+    "diffie-hellman-group16-sha512,diffie-hellman-group18-sha512,"
+    "diffie-hellman-group14-sha256")
+HOSTKEY_8_2 = (
+    "ecdsa-sha2-nistp256-cert-v01@openssh.com,ecdsa-sha2-nistp384-cert-v01@openssh.com,"
+    "ecdsa-sha2-nistp521-cert-v01@openssh.com,"
+    "sk-ecdsa-sha2-nistp256-cert-v01@openssh.com,ssh-ed25519-cert-v01@openssh.com,"
+    "sk-ssh-ed25519-cert-v01@openssh.com,rsa-sha2-512-cert-v01@openssh.com,"
+    "rsa-sha2-256-cert-v01@openssh.com,ssh-rsa-cert-v01@openssh.com,ecdsa-sha2-nistp256,"
+    "ecdsa-sha2-nistp384,ecdsa-sha2-nistp521,sk-ecdsa-sha2-nistp256@openssh.com,"
+    "ssh-ed25519,sk-ssh-ed25519@openssh.com,rsa-sha2-512,rsa-sha2-256,ssh-rsa")
+HOSTKEY_8_5 = (
+    "ssh-ed25519-cert-v01@openssh.com,ecdsa-sha2-nistp256-cert-v01@openssh.com,"
+    "ecdsa-sha2-nistp384-cert-v01@openssh.com,ecdsa-sha2-nistp521-cert-v01@openssh.com,"
+    "sk-ssh-ed25519-cert-v01@openssh.com,sk-ecdsa-sha2-nistp256-cert-v01@openssh.com,"
+    "rsa-sha2-512-cert-v01@openssh.com,rsa-sha2-256-cert-v01@openssh.com,"
+    "ssh-rsa-cert-v01@openssh.com,ssh-ed25519,ecdsa-sha2-nistp256,ecdsa-sha2-nistp384,"
+    "ecdsa-sha2-nistp521,sk-ssh-ed25519@openssh.com,sk-ecdsa-sha2-nistp256@openssh.com,"
+    "rsa-sha2-512,rsa-sha2-256,ssh-rsa")
+HOSTKEY_8_8 = (
+    "ssh-ed25519-cert-v01@openssh.com,ecdsa-sha2-nistp256-cert-v01@openssh.com,"
+    "ecdsa-sha2-nistp384-cert-v01@openssh.com,ecdsa-sha2-nistp521-cert-v01@openssh.com,"
+    "sk-ssh-ed25519-cert-v01@openssh.com,sk-ecdsa-sha2-nistp256-cert-v01@openssh.com,"
+    "rsa-sha2-512-cert-v01@openssh.com,rsa-sha2-256-cert-v01@openssh.com,ssh-ed25519,"
+    "ecdsa-sha2-nistp256,ecdsa-sha2-nistp384,ecdsa-sha2-nistp521,"
+    "sk-ssh-ed25519@openssh.com,sk-ecdsa-sha2-nistp256@openssh.com,rsa-sha2-512,"
+    "rsa-sha2-256")
+KEX_8_9 = (
+    "curve25519-sha256,curve25519-sha256@libssh.org,ecdh-sha2-nistp256,"
+    "ecdh-sha2-nistp384,ecdh-sha2-nistp521,sntrup761x25519-sha512@openssh.com,"
+    "diffie-hellman-group-exchange-sha256,diffie-hellman-group16-sha512,"
+    "diffie-hellman-group18-sha512,diffie-hellman-group14-sha256")
+KEX_9_0 = (
+    "sntrup761x25519-sha512@openssh.com,curve25519-sha256,curve25519-sha256@libssh.org,"
+    "ecdh-sha2-nistp256,ecdh-sha2-nistp384,ecdh-sha2-nistp521,"
+    "diffie-hellman-group-exchange-sha256,diffie-hellman-group16-sha512,"
+    "diffie-hellman-group18-sha512,diffie-hellman-group14-sha256")
+KEX_9_9 = (
+    "sntrup761x25519-sha512,sntrup761x25519-sha512@openssh.com,mlkem768x25519-sha256,"
+    "curve25519-sha256,curve25519-sha256@libssh.org,ecdh-sha2-nistp256,"
+    "ecdh-sha2-nistp384,ecdh-sha2-nistp521,diffie-hellman-group-exchange-sha256,"
+    "diffie-hellman-group16-sha512,diffie-hellman-group18-sha512,"
+    "diffie-hellman-group14-sha256")
+CIPHERS_10_0 = (
+    "chacha20-poly1305@openssh.com,aes128-gcm@openssh.com,aes256-gcm@openssh.com,"
+    "aes128-ctr,aes192-ctr,aes256-ctr")
+KEX_10_0 = (
+    "mlkem768x25519-sha256,sntrup761x25519-sha512,sntrup761x25519-sha512@openssh.com,"
+    "curve25519-sha256,curve25519-sha256@libssh.org,ecdh-sha2-nistp256,"
+    "ecdh-sha2-nistp384,ecdh-sha2-nistp521")
+HOSTKEY_10_3 = (
+    "ssh-ed25519-cert-v01@openssh.com,ecdsa-sha2-nistp256-cert-v01@openssh.com,"
+    "ecdsa-sha2-nistp384-cert-v01@openssh.com,ecdsa-sha2-nistp521-cert-v01@openssh.com,"
+    "sk-ssh-ed25519-cert-v01@openssh.com,sk-ecdsa-sha2-nistp256-cert-v01@openssh.com,"
+    "webauthn-sk-ecdsa-sha2-nistp256-cert-v01@openssh.com,"
+    "rsa-sha2-512-cert-v01@openssh.com,rsa-sha2-256-cert-v01@openssh.com,ssh-ed25519,"
+    "ecdsa-sha2-nistp256,ecdsa-sha2-nistp384,ecdsa-sha2-nistp521,"
+    "sk-ssh-ed25519@openssh.com,sk-ecdsa-sha2-nistp256@openssh.com,"
+    "webauthn-sk-ecdsa-sha2-nistp256@openssh.com,rsa-sha2-512,rsa-sha2-256")
+
 TABLE: tuple[tuple[tuple[int, int], tuple[str, str, str, str]], ...] = (
-    ((8, 0), (
-        "chacha20-poly1305@openssh.com,aes128-ctr,aes192-ctr,aes256-ctr,"
-        "aes128-gcm@openssh.com,aes256-gcm@openssh.com",
-        "umac-64-etm@openssh.com,umac-128-etm@openssh.com,hmac-sha2-256-etm@openssh.com,"
-        "hmac-sha2-512-etm@openssh.com,hmac-sha1-etm@openssh.com,umac-64@openssh.com,"
-        "umac-128@openssh.com,hmac-sha2-256,hmac-sha2-512,hmac-sha1",
-        "curve25519-sha256,curve25519-sha256@libssh.org,ecdh-sha2-nistp256,"
-        "ecdh-sha2-nistp384,ecdh-sha2-nistp521,diffie-hellman-group-exchange-sha256,"
-        "diffie-hellman-group16-sha512,diffie-hellman-group18-sha512,"
-        "diffie-hellman-group14-sha256,diffie-hellman-group14-sha1",
-        "ecdsa-sha2-nistp256-cert-v01@openssh.com,"
-        "ecdsa-sha2-nistp384-cert-v01@openssh.com,"
-        "ecdsa-sha2-nistp521-cert-v01@openssh.com,ssh-ed25519-cert-v01@openssh.com,"
-        "rsa-sha2-512-cert-v01@openssh.com,rsa-sha2-256-cert-v01@openssh.com,"
-        "ssh-rsa-cert-v01@openssh.com,ecdsa-sha2-nistp256,ecdsa-sha2-nistp384,"
-        "ecdsa-sha2-nistp521,ssh-ed25519,rsa-sha2-512,rsa-sha2-256,ssh-rsa",
-    )),
-    ((8, 2), (
-        "chacha20-poly1305@openssh.com,aes128-ctr,aes192-ctr,aes256-ctr,"
-        "aes128-gcm@openssh.com,aes256-gcm@openssh.com",
-        "umac-64-etm@openssh.com,umac-128-etm@openssh.com,hmac-sha2-256-etm@openssh.com,"
-        "hmac-sha2-512-etm@openssh.com,hmac-sha1-etm@openssh.com,umac-64@openssh.com,"
-        "umac-128@openssh.com,hmac-sha2-256,hmac-sha2-512,hmac-sha1",
-        "curve25519-sha256,curve25519-sha256@libssh.org,ecdh-sha2-nistp256,"
-        "ecdh-sha2-nistp384,ecdh-sha2-nistp521,diffie-hellman-group-exchange-sha256,"
-        "diffie-hellman-group16-sha512,diffie-hellman-group18-sha512,"
-        "diffie-hellman-group14-sha256",
-        "ecdsa-sha2-nistp256-cert-v01@openssh.com,"
-        "ecdsa-sha2-nistp384-cert-v01@openssh.com,"
-        "ecdsa-sha2-nistp521-cert-v01@openssh.com,"
-        "sk-ecdsa-sha2-nistp256-cert-v01@openssh.com,ssh-ed25519-cert-v01@openssh.com,"
-        "sk-ssh-ed25519-cert-v01@openssh.com,rsa-sha2-512-cert-v01@openssh.com,"
-        "rsa-sha2-256-cert-v01@openssh.com,ssh-rsa-cert-v01@openssh.com,"
-        "ecdsa-sha2-nistp256,ecdsa-sha2-nistp384,ecdsa-sha2-nistp521,"
-        "sk-ecdsa-sha2-nistp256@openssh.com,ssh-ed25519,sk-ssh-ed25519@openssh.com,"
-        "rsa-sha2-512,rsa-sha2-256,ssh-rsa",
-    )),
-    ((8, 5), (
-        "chacha20-poly1305@openssh.com,aes128-ctr,aes192-ctr,aes256-ctr,"
-        "aes128-gcm@openssh.com,aes256-gcm@openssh.com",
-        "umac-64-etm@openssh.com,umac-128-etm@openssh.com,hmac-sha2-256-etm@openssh.com,"
-        "hmac-sha2-512-etm@openssh.com,hmac-sha1-etm@openssh.com,umac-64@openssh.com,"
-        "umac-128@openssh.com,hmac-sha2-256,hmac-sha2-512,hmac-sha1",
-        "curve25519-sha256,curve25519-sha256@libssh.org,ecdh-sha2-nistp256,"
-        "ecdh-sha2-nistp384,ecdh-sha2-nistp521,diffie-hellman-group-exchange-sha256,"
-        "diffie-hellman-group16-sha512,diffie-hellman-group18-sha512,"
-        "diffie-hellman-group14-sha256",
-        "ssh-ed25519-cert-v01@openssh.com,ecdsa-sha2-nistp256-cert-v01@openssh.com,"
-        "ecdsa-sha2-nistp384-cert-v01@openssh.com,"
-        "ecdsa-sha2-nistp521-cert-v01@openssh.com,sk-ssh-ed25519-cert-v01@openssh.com,"
-        "sk-ecdsa-sha2-nistp256-cert-v01@openssh.com,rsa-sha2-512-cert-v01@openssh.com,"
-        "rsa-sha2-256-cert-v01@openssh.com,ssh-rsa-cert-v01@openssh.com,ssh-ed25519,"
-        "ecdsa-sha2-nistp256,ecdsa-sha2-nistp384,ecdsa-sha2-nistp521,"
-        "sk-ssh-ed25519@openssh.com,sk-ecdsa-sha2-nistp256@openssh.com,rsa-sha2-512,"
-        "rsa-sha2-256,ssh-rsa",
-    )),
-    ((8, 8), (
-        "chacha20-poly1305@openssh.com,aes128-ctr,aes192-ctr,aes256-ctr,"
-        "aes128-gcm@openssh.com,aes256-gcm@openssh.com",
-        "umac-64-etm@openssh.com,umac-128-etm@openssh.com,hmac-sha2-256-etm@openssh.com,"
-        "hmac-sha2-512-etm@openssh.com,hmac-sha1-etm@openssh.com,umac-64@openssh.com,"
-        "umac-128@openssh.com,hmac-sha2-256,hmac-sha2-512,hmac-sha1",
-        "curve25519-sha256,curve25519-sha256@libssh.org,ecdh-sha2-nistp256,"
-        "ecdh-sha2-nistp384,ecdh-sha2-nistp521,diffie-hellman-group-exchange-sha256,"
-        "diffie-hellman-group16-sha512,diffie-hellman-group18-sha512,"
-        "diffie-hellman-group14-sha256",
-        "ssh-ed25519-cert-v01@openssh.com,ecdsa-sha2-nistp256-cert-v01@openssh.com,"
-        "ecdsa-sha2-nistp384-cert-v01@openssh.com,"
-        "ecdsa-sha2-nistp521-cert-v01@openssh.com,sk-ssh-ed25519-cert-v01@openssh.com,"
-        "sk-ecdsa-sha2-nistp256-cert-v01@openssh.com,rsa-sha2-512-cert-v01@openssh.com,"
-        "rsa-sha2-256-cert-v01@openssh.com,ssh-ed25519,ecdsa-sha2-nistp256,"
-        "ecdsa-sha2-nistp384,ecdsa-sha2-nistp521,sk-ssh-ed25519@openssh.com,"
-        "sk-ecdsa-sha2-nistp256@openssh.com,rsa-sha2-512,rsa-sha2-256",
-    )),
-    ((8, 9), (
-        "chacha20-poly1305@openssh.com,aes128-ctr,aes192-ctr,aes256-ctr,"
-        "aes128-gcm@openssh.com,aes256-gcm@openssh.com",
-        "umac-64-etm@openssh.com,umac-128-etm@openssh.com,hmac-sha2-256-etm@openssh.com,"
-        "hmac-sha2-512-etm@openssh.com,hmac-sha1-etm@openssh.com,umac-64@openssh.com,"
-        "umac-128@openssh.com,hmac-sha2-256,hmac-sha2-512,hmac-sha1",
-        "curve25519-sha256,curve25519-sha256@libssh.org,ecdh-sha2-nistp256,"
-        "ecdh-sha2-nistp384,ecdh-sha2-nistp521,sntrup761x25519-sha512@openssh.com,"
-        "diffie-hellman-group-exchange-sha256,diffie-hellman-group16-sha512,"
-        "diffie-hellman-group18-sha512,diffie-hellman-group14-sha256",
-        "ssh-ed25519-cert-v01@openssh.com,ecdsa-sha2-nistp256-cert-v01@openssh.com,"
-        "ecdsa-sha2-nistp384-cert-v01@openssh.com,"
-        "ecdsa-sha2-nistp521-cert-v01@openssh.com,sk-ssh-ed25519-cert-v01@openssh.com,"
-        "sk-ecdsa-sha2-nistp256-cert-v01@openssh.com,rsa-sha2-512-cert-v01@openssh.com,"
-        "rsa-sha2-256-cert-v01@openssh.com,ssh-ed25519,ecdsa-sha2-nistp256,"
-        "ecdsa-sha2-nistp384,ecdsa-sha2-nistp521,sk-ssh-ed25519@openssh.com,"
-        "sk-ecdsa-sha2-nistp256@openssh.com,rsa-sha2-512,rsa-sha2-256",
-    )),
-    ((9, 0), (
-        "chacha20-poly1305@openssh.com,aes128-ctr,aes192-ctr,aes256-ctr,"
-        "aes128-gcm@openssh.com,aes256-gcm@openssh.com",
-        "umac-64-etm@openssh.com,umac-128-etm@openssh.com,hmac-sha2-256-etm@openssh.com,"
-        "hmac-sha2-512-etm@openssh.com,hmac-sha1-etm@openssh.com,umac-64@openssh.com,"
-        "umac-128@openssh.com,hmac-sha2-256,hmac-sha2-512,hmac-sha1",
-        "sntrup761x25519-sha512@openssh.com,curve25519-sha256,"
-        "curve25519-sha256@libssh.org,ecdh-sha2-nistp256,ecdh-sha2-nistp384,"
-        "ecdh-sha2-nistp521,diffie-hellman-group-exchange-sha256,"
-        "diffie-hellman-group16-sha512,diffie-hellman-group18-sha512,"
-        "diffie-hellman-group14-sha256",
-        "ssh-ed25519-cert-v01@openssh.com,ecdsa-sha2-nistp256-cert-v01@openssh.com,"
-        "ecdsa-sha2-nistp384-cert-v01@openssh.com,"
-        "ecdsa-sha2-nistp521-cert-v01@openssh.com,sk-ssh-ed25519-cert-v01@openssh.com,"
-        "sk-ecdsa-sha2-nistp256-cert-v01@openssh.com,rsa-sha2-512-cert-v01@openssh.com,"
-        "rsa-sha2-256-cert-v01@openssh.com,ssh-ed25519,ecdsa-sha2-nistp256,"
-        "ecdsa-sha2-nistp384,ecdsa-sha2-nistp521,sk-ssh-ed25519@openssh.com,"
-        "sk-ecdsa-sha2-nistp256@openssh.com,rsa-sha2-512,rsa-sha2-256",
-    )),
-    ((9, 9), (
-        "chacha20-poly1305@openssh.com,aes128-ctr,aes192-ctr,aes256-ctr,"
-        "aes128-gcm@openssh.com,aes256-gcm@openssh.com",
-        "umac-64-etm@openssh.com,umac-128-etm@openssh.com,hmac-sha2-256-etm@openssh.com,"
-        "hmac-sha2-512-etm@openssh.com,hmac-sha1-etm@openssh.com,umac-64@openssh.com,"
-        "umac-128@openssh.com,hmac-sha2-256,hmac-sha2-512,hmac-sha1",
-        "sntrup761x25519-sha512,sntrup761x25519-sha512@openssh.com,mlkem768x25519-sha256,"
-        "curve25519-sha256,curve25519-sha256@libssh.org,ecdh-sha2-nistp256,"
-        "ecdh-sha2-nistp384,ecdh-sha2-nistp521,diffie-hellman-group-exchange-sha256,"
-        "diffie-hellman-group16-sha512,diffie-hellman-group18-sha512,"
-        "diffie-hellman-group14-sha256",
-        "ssh-ed25519-cert-v01@openssh.com,ecdsa-sha2-nistp256-cert-v01@openssh.com,"
-        "ecdsa-sha2-nistp384-cert-v01@openssh.com,"
-        "ecdsa-sha2-nistp521-cert-v01@openssh.com,sk-ssh-ed25519-cert-v01@openssh.com,"
-        "sk-ecdsa-sha2-nistp256-cert-v01@openssh.com,rsa-sha2-512-cert-v01@openssh.com,"
-        "rsa-sha2-256-cert-v01@openssh.com,ssh-ed25519,ecdsa-sha2-nistp256,"
-        "ecdsa-sha2-nistp384,ecdsa-sha2-nistp521,sk-ssh-ed25519@openssh.com,"
-        "sk-ecdsa-sha2-nistp256@openssh.com,rsa-sha2-512,rsa-sha2-256",
-    )),
-    ((10, 0), (
-        "chacha20-poly1305@openssh.com,aes128-gcm@openssh.com,aes256-gcm@openssh.com,"
-        "aes128-ctr,aes192-ctr,aes256-ctr",
-        "umac-64-etm@openssh.com,umac-128-etm@openssh.com,hmac-sha2-256-etm@openssh.com,"
-        "hmac-sha2-512-etm@openssh.com,hmac-sha1-etm@openssh.com,umac-64@openssh.com,"
-        "umac-128@openssh.com,hmac-sha2-256,hmac-sha2-512,hmac-sha1",
-        "mlkem768x25519-sha256,sntrup761x25519-sha512,sntrup761x25519-sha512@openssh.com,"
-        "curve25519-sha256,curve25519-sha256@libssh.org,ecdh-sha2-nistp256,"
-        "ecdh-sha2-nistp384,ecdh-sha2-nistp521",
-        "ssh-ed25519-cert-v01@openssh.com,ecdsa-sha2-nistp256-cert-v01@openssh.com,"
-        "ecdsa-sha2-nistp384-cert-v01@openssh.com,"
-        "ecdsa-sha2-nistp521-cert-v01@openssh.com,sk-ssh-ed25519-cert-v01@openssh.com,"
-        "sk-ecdsa-sha2-nistp256-cert-v01@openssh.com,rsa-sha2-512-cert-v01@openssh.com,"
-        "rsa-sha2-256-cert-v01@openssh.com,ssh-ed25519,ecdsa-sha2-nistp256,"
-        "ecdsa-sha2-nistp384,ecdsa-sha2-nistp521,sk-ssh-ed25519@openssh.com,"
-        "sk-ecdsa-sha2-nistp256@openssh.com,rsa-sha2-512,rsa-sha2-256",
-    )),
-    ((10, 3), (
-        "chacha20-poly1305@openssh.com,aes128-gcm@openssh.com,aes256-gcm@openssh.com,"
-        "aes128-ctr,aes192-ctr,aes256-ctr",
-        "umac-64-etm@openssh.com,umac-128-etm@openssh.com,hmac-sha2-256-etm@openssh.com,"
-        "hmac-sha2-512-etm@openssh.com,hmac-sha1-etm@openssh.com,umac-64@openssh.com,"
-        "umac-128@openssh.com,hmac-sha2-256,hmac-sha2-512,hmac-sha1",
-        "mlkem768x25519-sha256,sntrup761x25519-sha512,sntrup761x25519-sha512@openssh.com,"
-        "curve25519-sha256,curve25519-sha256@libssh.org,ecdh-sha2-nistp256,"
-        "ecdh-sha2-nistp384,ecdh-sha2-nistp521",
-        "ssh-ed25519-cert-v01@openssh.com,ecdsa-sha2-nistp256-cert-v01@openssh.com,"
-        "ecdsa-sha2-nistp384-cert-v01@openssh.com,"
-        "ecdsa-sha2-nistp521-cert-v01@openssh.com,sk-ssh-ed25519-cert-v01@openssh.com,"
-        "sk-ecdsa-sha2-nistp256-cert-v01@openssh.com,"
-        "webauthn-sk-ecdsa-sha2-nistp256-cert-v01@openssh.com,"
-        "rsa-sha2-512-cert-v01@openssh.com,rsa-sha2-256-cert-v01@openssh.com,ssh-ed25519,"
-        "ecdsa-sha2-nistp256,ecdsa-sha2-nistp384,ecdsa-sha2-nistp521,"
-        "sk-ssh-ed25519@openssh.com,sk-ecdsa-sha2-nistp256@openssh.com,"
-        "webauthn-sk-ecdsa-sha2-nistp256@openssh.com,rsa-sha2-512,rsa-sha2-256",
-    )),
+    ((8, 0), (CIPHERS_8_0, MACS_8_0, KEX_8_0, HOSTKEY_8_0)),
+    ((8, 2), (CIPHERS_8_0, MACS_8_0, KEX_8_2, HOSTKEY_8_2)),
+    ((8, 5), (CIPHERS_8_0, MACS_8_0, KEX_8_2, HOSTKEY_8_5)),
+    ((8, 8), (CIPHERS_8_0, MACS_8_0, KEX_8_2, HOSTKEY_8_8)),
+    ((8, 9), (CIPHERS_8_0, MACS_8_0, KEX_8_9, HOSTKEY_8_8)),
+    ((9, 0), (CIPHERS_8_0, MACS_8_0, KEX_9_0, HOSTKEY_8_8)),
+    ((9, 9), (CIPHERS_8_0, MACS_8_0, KEX_9_9, HOSTKEY_8_8)),
+    ((10, 0), (CIPHERS_10_0, MACS_8_0, KEX_10_0, HOSTKEY_8_8)),
+    ((10, 3), (CIPHERS_10_0, MACS_8_0, KEX_10_0, HOSTKEY_10_3)),
 )
 """(first release, (Ciphers, MACs, KexAlgorithms, HostKeyAlgorithms)) in release order."""
 
