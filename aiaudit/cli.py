@@ -494,6 +494,19 @@ def _populate_remediate(m: argparse.ArgumentParser) -> None:
                    help="write into DIR even if it is not empty")
 
 
+def _populate_sshd(p: argparse.ArgumentParser) -> None:
+    from aiaudit import sshd_view
+
+    sshd_view.populate(p)
+
+
+def cmd_sshd(args: argparse.Namespace) -> int:
+    """``aiaudit sshd [--connection SPEC]`` (:mod:`aiaudit.sshd_view`)."""
+    from aiaudit import sshd_view
+
+    return sshd_view.cmd(args)
+
+
 _SUBCOMMANDS: dict[str, tuple[Callable[[argparse.ArgumentParser], None], dict[str, Any]]] = {
     "scan": (_populate_scan, {"help": "scan the host or a root filesystem",
                               "epilog": EXIT_CODES_HELP + "\n" + MODES_HELP,
@@ -511,6 +524,11 @@ _SUBCOMMANDS: dict[str, tuple[Callable[[argparse.ArgumentParser], None], dict[st
         "description": "Write the drop-in files, an install.sh and an Ansible playbook that "
                        "fix the failures of a saved scan.  aiaudit itself changes nothing on "
                        "the host."}),
+    "sshd": (_populate_sshd, {
+        "help": "print the effective sshd configuration for a connection (like sshd -T -C)",
+        "description": "The scanned root's effective sshd configuration as `sshd -T` prints "
+                       "it, for the connection given with --connection (Match blocks "
+                       "evaluated as sshd does); read-only, nothing is executed."}),
 }
 """Each subcommand: what adds its arguments, and its ``add_parser`` keywords."""
 
@@ -557,7 +575,8 @@ def _send_syslog(run: RunResult, socket_path: str, code: int) -> int:
 
 
 COMMANDS = {"scan": cmd_scan, "rules": cmd_rules, "explain": cmd_explain,
-            "validate": cmd_validate, "render": cmd_render, "remediate": cmd_remediate}
+            "validate": cmd_validate, "render": cmd_render, "remediate": cmd_remediate,
+            "sshd": cmd_sshd}
 
 
 def run() -> NoReturn:
