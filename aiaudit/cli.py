@@ -116,7 +116,8 @@ def _populate_scan(s: argparse.ArgumentParser) -> None:
     mode.add_argument("--offline", dest="live", action="store_false",
                       help="only read configuration files (what the next boot will do)")
     s.add_argument("--user", metavar="NAME",
-                   help="training user (default: $SLURM_JOB_USER, $SUDO_USER, ruleset)")
+                   help="training user (default: $SLURM_JOB_USER, $SUDO_USER when scanning /, "
+                        "ruleset)")
     s.add_argument("--format", default="text", metavar="FORMAT",
                    help="output format for stdout / --output FILE (text, json, ...)")
     s.add_argument("--output", "-o", action="append", default=[], metavar="[FORMAT:]FILE",
@@ -166,7 +167,12 @@ def _resolve_user(args: argparse.Namespace, rs_settings: dict[str, Any]
                   ) -> tuple[str | None, str | None]:
     if args.user:
         return args.user, "--user"
+    # sudo's caller is a user of this machine: scanning another root (an image), it is
+    # not that root's training user (a CI runner would become one)
+    other_root = os.path.realpath(getattr(args, "root", "/")) != "/"
     for var in ("SLURM_JOB_USER", "SUDO_USER"):
+        if var == "SUDO_USER" and other_root:
+            continue
         if os.environ.get(var):
             return os.environ[var], f"${var}"
     if rs_settings.get("user"):
