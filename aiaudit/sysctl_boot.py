@@ -10,7 +10,9 @@ kernel was built.
   ``sysctl -e -q -p $IPT_SYSCTL`` (``/etc/default/ufw``, ``/etc/ufw/sysctl.conf`` as
   shipped) when that file is not empty: after systemd-sysctl, before tuned.
 * **Kernel defaults from the build config**: the running kernel's ``/proc/config.gz``
-  live, ``/boot/config-<release>`` otherwise (:func:`aiaudit.tuning.kernel_config`).
+  live (else its ``/boot/config-<release>``); offline ``/boot/config-<release>`` of the
+  kernel the bootloader will start (BLS ``version``, grub.cfg's ``vmlinuz-<release>``),
+  else the newest one.
   ``kernel.numa_balancing`` (``kernel/sched/core.c`` ``check_numabalancing_enable``): the
   ``numa_balancing=enable|disable`` kernel parameter decides; else 1 only with
   ``CONFIG_NUMA_BALANCING_DEFAULT_ENABLED=y`` on a machine with more than one online NUMA
@@ -185,6 +187,48 @@ def _online_nodes(host: Host) -> int | None:
     return count
 
 
+_IMAGE = re.compile(r"^\s*(?:linux|linuxefi|linux16)\s+\S*vmlinu[xz]-(\S+)")
+
+
+def boot_kernel_release(host: Host) -> str | None:
+    """The release of the kernel the bootloader will start (offline): the ``version`` of
+    the default BLS entry, or the ``vmlinuz-<release>`` of grub.cfg's first ``linux``
+    line; ``None`` when neither names one."""
+    from aiaudit.parsers import bootcmdline as bc
+
+    try:
+        booted = boot.load(host).booted
+        if booted is None or booted.kind not in ("bls", "grub.cfg"):
+            return None
+        text = host.read_text(booted.path)
+    except (HostError, ParseError):
+        return None
+    if booted.kind == "bls":
+        try:
+            return bc.parse_bls(text).version
+        except ParseError:
+            return None
+    lines = text.splitlines()
+    m = _IMAGE.match(lines[booted.line - 1]) if booted.line and booted.line <= len(lines) \
+        else None
+    return m.group(1) if m else None
+
+
+def boot_kernel_config(host: Host) -> tuple[str, str] | None:
+    """(path, text) of ``/boot/config-<release>`` for the kernel that will boot, else the
+    newest one (:func:`aiaudit.tuning.kernel_config`)."""
+    from aiaudit.tuning import kernel_config
+
+    rel = boot_kernel_release(host)
+    if rel and "/" not in rel:
+        path = f"/boot/config-{rel}"
+        try:
+            return path, host.read_text(path)
+        except HostError:
+            pass
+    return kernel_config(host)
+
+
 def kernel_default(host: Host, key: str) -> KernelDefault | None:
     """The value ``key`` (slash form) has at boot when no file sets it, as the kernel's
     build configuration decides; ``None`` when this module does not know the key or the
@@ -203,7 +247,7 @@ def kernel_default(host: Host, key: str) -> KernelDefault | None:
             value = "1" if param.value == "enable" else "0"
             return KernelDefault(value, f"{value} ({param} on {cmd.where()})",
                                  (cmd.evidence("numa_balancing"),))
-    kc = kernel_config(host)
+    kc = boot_kernel_config(host) if not host.live else kernel_config(host)
     if kc is None:
         return None
     path, text = kc

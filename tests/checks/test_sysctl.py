@@ -555,3 +555,17 @@ def test_numa_balancing_on_this_kernel() -> None:
     assert kd is not None
     if "CONFIG_NUMA_BALANCING_DEFAULT_ENABLED=y" not in text:
         assert kd.value == "0"
+
+
+def test_offline_config_of_the_kernel_grub_will_boot(make_root) -> None:
+    """Two kernels in /boot: the config of the one grub.cfg starts decides, not the newest."""
+    grub = ("menuentry 'Debian' {\n\tlinux /boot/vmlinuz-6.1.0-28-amd64 root=/dev/sda1 ro\n}\n"
+            "menuentry 'Debian, 6.12' {\n\tlinux /boot/vmlinuz-6.12.9-amd64 root=/dev/sda1\n}\n")
+    root = make_root({
+        "/boot/grub/grub.cfg": grub,
+        "/boot/config-6.1.0-28-amd64": "# CONFIG_NUMA_BALANCING_DEFAULT_ENABLED is not set\n",
+        "/boot/config-6.12.9-amd64": "CONFIG_NUMA_BALANCING_DEFAULT_ENABLED=y\n",
+        **SYSTEMD_ROOT}, dirs=("/etc/sysctl.d",))
+    r = _one(run_check("kernel.sysctl", root, NUMA))
+    assert r.status is Status.PASS, r.message
+    assert r.evidence[0].source == "boot/config-6.1.0-28-amd64:1"
