@@ -569,3 +569,17 @@ def test_offline_config_of_the_kernel_grub_will_boot(make_root) -> None:
     r = _one(run_check("kernel.sysctl", root, NUMA))
     assert r.status is Status.PASS, r.message
     assert r.evidence[0].source == "boot/config-6.1.0-28-amd64:1"
+
+
+def test_procps_init_script_runs_sysctl_system() -> None:
+    """What the procps applier models: Debian's /etc/init.d/procps runs `sysctl --system`
+    (whose order the oracle tests above check against the real program)."""
+    script = Path("/etc/init.d/procps")
+    if not script.is_file():
+        if os.environ.get("CI") == "true":
+            pytest.fail("procps' init script is missing")
+        pytest.skip("procps' init script is not installed")
+    lines = [ln.split("#", 1)[0] for ln in script.read_text().splitlines()]
+    assert any("$DAEMON" in ln and "--system" in ln for ln in lines)
+    assert any(ln.strip().startswith("DAEMON=") and ln.strip().endswith("sysctl")
+               for ln in lines)
