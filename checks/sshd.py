@@ -114,7 +114,11 @@ def release_defaults(host: Host) -> dict[str, Any]:
     from aiaudit.parsers import sshd_defaults
 
     defaults, note = sshd_defaults.for_package(dpkg_version(host, "openssh-server"))
-    return {"defaults": defaults, "defaults_note": note}
+    out: dict[str, Any] = {"defaults": defaults, "defaults_note": note}
+    if host.live:  # ListenAddress ... rdomain NAME needs a device NAME on this host
+        out["netdev"] = lambda name: None if "/" in name else host.exists(
+            f"/sys/class/net/{name}")
+    return out
 
 
 def effective_setting(host: Host, keyword: str) -> sp.Setting | None:

@@ -991,6 +991,10 @@ class SshdConfig:
         """Compiled-in values of options the keyword table leaves unset (``ciphers``...),
         for the installed release (:mod:`aiaudit.parsers.sshd_defaults`)."""
         self.defaults_note = ""
+        self.netdev: Callable[[str], bool | None] | None = None
+        """Whether a network device exists on the host sshd runs on (``None``: unknown);
+        sshd refuses ``ListenAddress ... rdomain NAME`` for a NAME that is no device
+        (``valid_rdomain``: ``SO_BINDTODEVICE``)."""
 
     # -- reading
     def _lines(self, path: str) -> list[_Line]:
@@ -1075,6 +1079,9 @@ class SshdConfig:
                                    "block", path, ln.lineno)
                     continue
                 value, args = _validate(kw, ln, path)
+                if kw.vtype == "listen" and len(args) >= 3 and self.netdev is not None \
+                        and self.netdev(args[2]) is False:
+                    raise _err("bad routing domain", path, ln.lineno)
                 if kw.vtype == "ignore":
                     continue
                 if kw.vtype == "authmethods":
@@ -1236,12 +1243,15 @@ def _accumulated(kw: Keyword, lines: list[Directive]) -> Iterator[str]:
 
 
 def load(read: Reader, glob: Globber, main: str = MAIN_CONFIG,
-         defaults: Mapping[str, str] | None = None, defaults_note: str = "") -> SshdConfig:
+         defaults: Mapping[str, str] | None = None, defaults_note: str = "",
+         netdev: Callable[[str], bool | None] | None = None) -> SshdConfig:
     """Parse ``main`` and its includes; raises :class:`ParseError` when sshd would refuse
     the configuration (``file:line`` in the message).  ``defaults``: compiled-in values of
     release-dependent options (``ciphers``, ``macs``, ``kexalgorithms``,
-    ``hostkeyalgorithms``) and ``defaults_note`` saying which release."""
+    ``hostkeyalgorithms``) and ``defaults_note`` saying which release; ``netdev`` tells
+    whether a network device exists (live scans), for ``ListenAddress ... rdomain``."""
     cfg = SshdConfig(main, read, glob)
+    cfg.netdev = netdev
     cfg.defaults = dict(defaults or {})
     cfg.defaults_note = defaults_note
     cfg.check()

@@ -212,3 +212,25 @@ def test_check_unset_ciphers_show_the_release_default(make_root) -> None:
     assert r.actual == sshd_defaults.defaults((8, 4))[0]["ciphers"], r.actual
     assert "OpenSSH 8.4" in r.evidence[0].source + (r.evidence[0].value or "") + \
         r.data.get("default", "")
+
+
+@pytest.mark.parametrize("dev", ["lo", "no-such-dev0"])
+def test_rdomain_must_be_a_device_of_the_host(dev: str, tmp_path: Path, hostkey: str) -> None:
+    """sshd asks the kernel whether NAME is a device (SO_BINDTODEVICE); live, the parser is
+    told through ``netdev`` (the check looks in /sys/class/net)."""
+    import os
+
+    text = f"ListenAddress 127.0.0.1 rdomain {dev}\n"
+    real = _sshd(text, tmp_path, hostkey, "-t")
+    exists = os.path.exists(f"/sys/class/net/{dev}")
+    path = str(tmp_path / "sshd_config")
+    try:
+        sp.load(lambda p: text, lambda _p: (), path,
+                netdev=lambda n: os.path.exists(f"/sys/class/net/{n}"))
+        refused = None
+    except ParseError as exc:
+        refused = str(exc)
+    assert (real.returncode == 0) is exists is (refused is None), (real.stderr, refused)
+    if refused:
+        assert real.stderr.strip().endswith("bad routing domain")
+        assert refused.endswith(":1: bad routing domain")
