@@ -131,7 +131,8 @@ def _populate_scan(s: argparse.ArgumentParser) -> None:
     mode.add_argument("--offline", dest="live", action="store_false",
                       help="only read configuration files (what the next boot will do)")
     s.add_argument("--user", metavar="NAME",
-                   help="training user (default: $SLURM_JOB_USER, $SUDO_USER, ruleset)")
+                   help="training user (default: $SLURM_JOB_USER, $SUDO_USER when scanning /, "
+                        "ruleset)")
     s.add_argument("--format", default="text", metavar="FORMAT",
                    help="output format for stdout / --output FILE (text, json, ...)")
     s.add_argument("--output", "-o", action="append", default=[], metavar="[FORMAT:]FILE",
@@ -195,7 +196,12 @@ def _resolve_user(args: argparse.Namespace, rs_settings: dict[str, Any]
                   ) -> tuple[str | None, str | None]:
     if args.user:
         return args.user, "--user"
+    # sudo's caller is a user of this machine: scanning another root (an image), it is
+    # not that root's training user (a CI runner would become one)
+    other_root = os.path.realpath(getattr(args, "root", "/")) != "/"
     for var in ("SLURM_JOB_USER", "SUDO_USER"):
+        if var == "SUDO_USER" and other_root:
+            continue
         if os.environ.get(var):
             return os.environ[var], f"${var}"
     if rs_settings.get("user"):
@@ -761,6 +767,19 @@ def _populate_fleet(f: argparse.ArgumentParser) -> None:
                         "at most 8; 1: no worker process)")
 
 
+def _populate_sshd(p: argparse.ArgumentParser) -> None:
+    from aiaudit import sshd_view
+
+    sshd_view.populate(p)
+
+
+def cmd_sshd(args: argparse.Namespace) -> int:
+    """``aiaudit sshd [--connection SPEC]`` (:mod:`aiaudit.sshd_view`)."""
+    from aiaudit import sshd_view
+
+    return sshd_view.cmd(args)
+
+
 _SUBCOMMANDS: dict[str, tuple[Callable[[argparse.ArgumentParser], None], dict[str, Any]]] = {
     "scan": (_populate_scan, {"help": "scan the host or a root filesystem",
                               "epilog": EXIT_CODES_HELP + "\n" + MODES_HELP,
@@ -786,6 +805,11 @@ _SUBCOMMANDS: dict[str, tuple[Callable[[argparse.ArgumentParser], None], dict[st
                        "and report per rule which nodes fail, values that differ from the\n"
                        "majority, cloned machine ids and, with --since, what changed.",
         "epilog": FLEET_EXIT_HELP, "formatter_class": _RawFormatter}),
+    "sshd": (_populate_sshd, {
+        "help": "print the effective sshd configuration for a connection (like sshd -T -C)",
+        "description": "The scanned root's effective sshd configuration as `sshd -T` prints "
+                       "it, for the connection given with --connection (Match blocks "
+                       "evaluated as sshd does); read-only, nothing is executed."}),
 }
 """Each subcommand: what adds its arguments, and its ``add_parser`` keywords."""
 
@@ -867,7 +891,8 @@ def cmd_fleet(args: argparse.Namespace) -> int:
 
 COMMANDS = {"scan": cmd_scan, "rules": cmd_rules, "explain": cmd_explain,
             "validate": cmd_validate, "render": cmd_render, "remediate": cmd_remediate,
-            "fleet": cmd_fleet}
+            "fleet": cmd_fleet,
+            "sshd": cmd_sshd}
 
 
 def run() -> NoReturn:

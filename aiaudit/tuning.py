@@ -176,9 +176,41 @@ def read_opt(host: Host, path: str) -> str | None:
         return None
 
 
+PROC_CONFIG = "/proc/config.gz"
+KERNEL_CONFIG_MAX = 4 << 20
+"""Most bytes a decompressed kernel config may have (a real one is ~250 KiB)."""
+
+
+def _proc_config(host: Host) -> str | None:
+    """The running kernel's own build config (``CONFIG_IKCONFIG_PROC``), decompressed with
+    a bound so that a hostile file cannot expand without limit."""
+    import zlib
+
+    try:
+        data = host.read_bytes(PROC_CONFIG)
+    except HostError:
+        return None
+    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    try:
+        out = d.decompress(data, KERNEL_CONFIG_MAX)
+    except zlib.error:
+        return None
+    if d.unconsumed_tail:
+        return None
+    return out.decode("utf-8", errors="replace")
+
+
 def kernel_config(host: Host) -> tuple[str, str] | None:
-    """(path, text) of the kernel config for the running (live) or newest (offline)
-    kernel in /boot."""
+    """(path, text) of the kernel config: live, the running kernel's ``/proc/config.gz``,
+    else its ``/boot/config-<release>``; offline, the newest ``/boot/config-*`` (memoized)."""
+    return host.memo(("kernel-config",), lambda: _kernel_config(host))
+
+
+def _kernel_config(host: Host) -> tuple[str, str] | None:
+    if host.live:
+        text = _proc_config(host)
+        if text is not None:
+            return PROC_CONFIG, text
     names = [n for n in host.listdir("/boot") if n.startswith("config-")]
     if host.live:
         rel = read_opt(host, "/proc/sys/kernel/osrelease")

@@ -13,7 +13,7 @@ pam_limits runs at all; ``user.not_root`` flags training as root.
 
 from __future__ import annotations
 
-from dataclasses import field
+from dataclasses import field, replace
 from typing import Any, Iterator, Mapping
 
 from aiaudit import systemd
@@ -65,6 +65,8 @@ FD_SETSIZE = 1024
 ITEM_KEYS = {"nofile": "NOFILE", "memlock": "MEMLOCK"}
 SERVICE_UNITS = {"sshd": ("ssh.service", "sshd.service")}
 SERVICE_COMM = {"sshd": "sshd"}
+CALLER_SERVICES = frozenset({"su", "su-l", "sudo", "sudo-i", "runuser", "runuser-l"})
+"""Services run by a user's own shell: a session keeps that caller's limits."""
 
 
 # ------------------------------------------------------------------ users and groups
@@ -143,6 +145,16 @@ class PamBuild:
         return not self.debian and (not self.vt or self.vt >= (1, 5, 3))
 
 
+DISTRO_PAM: dict[tuple[str, str], str] = {
+    ("debian", "10"): "1.3.1", ("debian", "11"): "1.4.0", ("debian", "12"): "1.5.2",
+    ("debian", "13"): "1.7.0",
+    ("ubuntu", "20.04"): "1.3.1", ("ubuntu", "22.04"): "1.4.0", ("ubuntu", "24.04"): "1.5.3",
+}
+"""Upstream PAM version of each Debian/Ubuntu release (packages.debian.org,
+packages.ubuntu.com ``libpam-modules``), used when the root has no dpkg record."""
+DEFAULT_DISTRO_PAM = ("debian", "12")
+
+
 def pam_build(host: Host) -> PamBuild:
     """Detect distro family (os-release) and PAM version (dpkg) of the scanned root."""
 
@@ -158,8 +170,15 @@ def pam_build(host: Host) -> PamBuild:
             return PamBuild(debian, full, dpkg.version_tuple(up),
                             f"{'Debian' if debian else 'dpkg'} PAM {full}")
         if debian:
-            return PamBuild(True, None, (), "Debian-family root without a dpkg record of "
-                            "libpam-modules: assuming PAM < 1.7 (Debian patches)")
+            # no dpkg record (a stripped image): the release's own PAM, applied as if dpkg
+            # had said so, so that every version-dependent rule agrees with the note
+            rel = (next(iter(ids & {"ubuntu"}), "debian"), osr.get("VERSION_ID", ""))
+            up = DISTRO_PAM.get(rel, DISTRO_PAM[DEFAULT_DISTRO_PAM])
+            how = (f"{rel[0].capitalize()} {rel[1]}'s PAM {up}" if rel in DISTRO_PAM
+                   else f"PAM {up} (Debian 12's; release {rel[1] or 'unknown'} not known)")
+            return PamBuild(True, None, dpkg.version_tuple(up),
+                            f"Debian-family root without a dpkg record of libpam-modules: "
+                            f"assuming {how}")
         name = osr.get("PRETTY_NAME") or osr.get("ID") or "unknown distribution"
         return PamBuild(False, None, (), f"{name}: upstream pam_limits semantics "
                         "(version unknown, assumed >= 1.5.3)")
@@ -496,7 +515,15 @@ def service_limits(host: Host, service: str) -> Start:
                     return Start(vals, (Evidence.runtime(path),), f"the running {comm}'s limits")
             except (HostError, ParseError):
                 pass
-    return unit_limits(host, SERVICE_UNITS.get(service, ()))
+    start = unit_limits(host, SERVICE_UNITS.get(service, ()))
+    if service not in SERVICE_UNITS:
+        # not a daemon with a unit: the session process inherits from whoever started it
+        who = (f"the caller's limits (the shell that ran {service})"
+               if service in CALLER_SERVICES
+               else f"the limits of the process that runs {service} (the login service)")
+        start = replace(start, what=f"{who}, estimated here as systemd's default service "
+                        "limits")
+    return start
 
 
 # ------------------------------------------------------------------ effective limits
@@ -517,6 +544,8 @@ class Effective:
     nolimits: lp.Line | None = None
     ignored: list[tuple[lp.Line, str]] = field(default_factory=list)
     """Matching lines pam_limits ignored (lost on rank, bad value...), with why."""
+    clamped: dict[str, str] = field(default_factory=dict)
+    """Items whose soft value was above the hard one and clamped to it: what asked for it."""
 
 
 def _start_ev(start: Start, idx: int) -> Evidence:
@@ -526,9 +555,17 @@ def _start_ev(start: Start, idx: int) -> Evidence:
 
 
 def _side_ev(side: lp.Side, start: Start, idx: int) -> Evidence:
+    """What decided ``side``; for a soft side clamped to the hard one, the hard side's
+    line (or starting value), saying so."""
     if side.line is not None:
-        return Evidence.file(side.line.file, side.line.line, side.line.raw)
-    return _start_ev(start, idx)
+        ev = Evidence.file(side.line.file, side.line.line, side.line.raw)
+    else:
+        ev = _start_ev(start, idx)
+    if side.clamped:
+        asked = f" (set at {side.clamped_line.where})" if side.clamped_line else ""
+        ev = replace(ev, value=f"{ev.value or ev.source} [soft clamped: the soft value"
+                     f"{asked} is above this hard limit, so the soft limit is the hard one]")
+    return ev
 
 
 def effective(host: Host, acc: Accounts, user: pw.Account, service: str) -> Effective:
@@ -649,6 +686,11 @@ def _effective(host: Host, acc: Accounts, user: pw.Account, service: str) -> Eff
                 continue
             values[item] = (soft.value, hard.value)
             deciders[item] = (_side_ev(soft, start, n), _side_ev(hard, start, n))
+            if soft.clamped:
+                eff.clamped[item] = soft.clamped_line.where if soft.clamped_line else \
+                    "the starting value"
+            else:
+                eff.clamped.pop(item, None)
         unset = [i for i in ITEM_KEYS
                  if all(sd.line is None for sd in dec.limits.get(i, sides[i]))]
         if unset and kernel:
@@ -763,6 +805,10 @@ def run_effective(ctx: CheckContext) -> Iterator[Result]:
     assert user is not None and acc is not None
     for service in p.get("services", ["sshd"]):
         subject = f"{user.name}@{service}"
+        why = not_applicable(ctx.host, service)
+        if why is not None:
+            yield Result(Status.SKIP, subject, why, expected=exp, aspect=Aspect.CONFIG)
+            continue
         try:
             eff = effective(ctx.host, acc, user, service)
         except (HostError, ParseError) as exc:
@@ -790,6 +836,9 @@ def run_effective(ctx: CheckContext) -> Iterator[Result]:
         head = f"{side} {item} of {user.name} via {service} is {actual}"
         src = eff.deciders.get(item, (None, None))[idx]
         where = f" (from {src.source})" if src is not None else ""
+        if idx == 0 and item in eff.clamped and src is not None:
+            where = (f" (clamped to the hard limit from {src.source}: the soft value from "
+                     f"{eff.clamped[item]} is higher)")
         lost = [(ln, why) for ln, why in eff.ignored if ln.item == item][:3]
         lost_txt = ""
         if lost:
@@ -839,15 +888,34 @@ STACK_SCHEMA: dict[str, Any] = {
 }
 
 
+def not_applicable(host: Host, service: str) -> str | None:
+    """Why ``service`` has no sessions to judge on this root (``sshd is not installed``, no
+    PAM configuration at all), or ``None``.  ``limits.pam_stack`` and ``limits.effective``
+    both skip with this reason, so they tell the same story."""
+    if service == "sshd":
+        if not (host.exists("/usr/sbin/sshd") or host.exists("/etc/ssh/sshd_config")):
+            return "sshd is not installed"
+        if sshd_use_pam(host)[0] is False:
+            return None  # sshd runs, without PAM: both checks report that
+    try:
+        st = pam_stack(host, service)
+    except (HostError, ParseError):
+        return None  # reported by the checks themselves
+    if st.file is None:
+        return f"no PAM configuration for {service} (neither /etc/pam.d/{service} nor 'other')"
+    return None
+
+
 def run_stack(ctx: CheckContext) -> Iterator[Result]:
     """One result per service: does its session stack run pam_limits?"""
     host = ctx.host
     for service in ctx.params.get("services", ["sshd"]):
         ev: list[Evidence] = []
+        why = not_applicable(host, service)
+        if why is not None:
+            yield Result(Status.SKIP, service, why)
+            continue
         if service == "sshd":
-            if not (host.exists("/usr/sbin/sshd") or host.exists("/etc/ssh/sshd_config")):
-                yield Result(Status.SKIP, service, "sshd is not installed")
-                continue
             use_pam, e = sshd_use_pam(host)
             if e is not None:
                 ev.append(e)
@@ -863,9 +931,7 @@ def run_stack(ctx: CheckContext) -> Iterator[Result]:
         except (HostError, ParseError) as exc:
             yield Result(Status.ERROR, service, f"cannot read the PAM stack: {exc}")
             continue
-        if st.file is None:
-            yield Result(Status.SKIP, service, f"no PAM configuration for {service}")
-            continue
+        assert st.file is not None  # not_applicable() skipped a service without one
         if st.broken:
             yield Result(Status.FAIL, service, f"the PAM configuration of {service} is broken "
                          f"({'; '.join(st.broken)}): libpam refuses every session",

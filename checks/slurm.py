@@ -14,6 +14,7 @@ from typing import Any, Iterator
 
 from aiaudit.checks import limits as lc
 
+from aiaudit import slurmd
 from aiaudit.api import (
     Aspect,
     CheckContext,
@@ -31,7 +32,7 @@ from aiaudit.packages import dpkg_version
 from aiaudit.parsers import limits as lp
 from aiaudit.parsers import slurm as sp
 
-SLURM_CONFS = ("/etc/slurm/slurm.conf", "/etc/slurm-llnl/slurm.conf")
+SLURM_CONFS = slurmd.DEFAULT_CONFS
 UNIT_DROPIN = "/etc/systemd/system/slurmd.service.d/zz-aiaudit-limits.conf"
 
 PARAMS_SCHEMA: dict[str, Any] = {
@@ -44,13 +45,22 @@ PARAMS_SCHEMA: dict[str, Any] = {
 }
 
 
+def conf_choice(host: Host) -> slurmd.ConfChoice:
+    """The slurm.conf slurmd really reads (``-f``, ``SLURM_CONF``, the default path)."""
+    return slurmd.conf_choice(host, lc.proc_of(host, "slurmd") if host.live else None)
+
+
 def slurm_conf(host: Host) -> tuple[str | None, dict[str, sp.Setting], list[str]]:
-    """(path, {lowercased key: last setting}, problems) of the scanned root's slurm.conf."""
-    path = next((p for p in SLURM_CONFS if host.is_file(p)), None)
+    """(path, {lowercased key: last setting}, problems) of the slurm.conf slurmd reads."""
+    choice = conf_choice(host)
+    path = choice.path
     settings: dict[str, sp.Setting] = {}
     problems: list[str] = []
     if path is None:
         return None, settings, problems
+    if not host.is_file(path):
+        problems.append(f"{path} ({choice.how}) is not a readable file")
+        return path, settings, problems
     base = path.rsplit("/", 1)[0]
 
     def load(p: str, depth: int) -> None:
@@ -117,6 +127,8 @@ def run(ctx: CheckContext) -> Iterator[Result]:
     prop_ev = [Evidence.file(s.file, s.line, f"{s.key}={s.value}") for s in (prop, exc_) if s]
     if not prop_ev:
         prop_ev = [Evidence.default("slurm.conf default PropagateResourceLimits", "ALL")]
+    choice = conf_choice(host)
+    prop_ev.extend(choice.evidence)
     daemon = slurmd_limits(host)
     shell = _submit_shell(ctx)
     for n, item in enumerate(lc.ITEM_KEYS):
@@ -140,7 +152,7 @@ def run(ctx: CheckContext) -> Iterator[Result]:
         msg = (f"a Slurm job gets {item} {actual} ({daemon.what}: "
                f"{lp.fmt(d_soft, item)}:{lp.fmt(d_hard, item)}; {how})")
         data = {"soft": lp.fmt(soft), "hard": lp.fmt(hard), "propagated": item.upper() in names,
-                "slurm_conf": path}
+                "slurm_conf": path, "slurm_conf_reason": choice.how}
         if soft >= want and hard >= want:
             yield Result(Status.PASS, f"slurm job {item}", msg, expected=exp, actual=actual,
                          aspect=Aspect.CONFIG, evidence=tuple(ev), data=data)

@@ -104,7 +104,7 @@ def load_config(host: Host) -> Loaded:
             return host.read_text(path)
 
         try:
-            return Loaded(sp.load(read, host.glob))
+            return Loaded(sp.load(read, host.glob, **release_defaults(host)))
         except ParseError as exc:
             return Loaded(None, exc)
 
@@ -145,6 +145,19 @@ def passes(host: Host, config: sp.SshdConfig) -> Passes:
     return host.memo(("sshd-passes", id(config)), lambda: Passes(config))
 
 
+def release_defaults(host: Host) -> dict[str, Any]:
+    """``load`` keywords for the compiled-in algorithm lists of the installed OpenSSH
+    (its dpkg version; unknown: 9.2, and the note says so)."""
+    from aiaudit.parsers import sshd_defaults
+
+    defaults, note = sshd_defaults.for_package(dpkg_version(host, "openssh-server"))
+    out: dict[str, Any] = {"defaults": defaults, "defaults_note": note}
+    if host.live:  # ListenAddress ... rdomain NAME needs a device NAME on this host
+        out["netdev"] = lambda name: None if "/" in name else host.exists(
+            f"/sys/class/net/{name}")
+    return out
+
+
 def effective_setting(host: Host, keyword: str) -> sp.Setting | None:
     """Effective value of any sshd keyword on the scanned host (what ``sshd -T`` prints),
     or ``None`` when sshd is absent or its configuration is invalid.  For other checks
@@ -182,7 +195,8 @@ def _evidence(s: sp.Setting) -> tuple[Evidence, ...]:
         return (Evidence.file(s.directive.file, s.directive.line, s.directive.raw),)
     if s.entries:
         return tuple(Evidence.file(d.file, d.line, d.raw) for d in s.entries)
-    return (Evidence.default(f"compiled-in default of {s.option} (OpenSSH)",
+    return (Evidence.default(f"{s.default_note or 'compiled-in default'} of {s.option}"
+                             + ("" if s.default_note else " (OpenSSH)"),
                              s.value if s.value is not None else "unset"),)
 
 
@@ -215,6 +229,8 @@ def normalise_param(kw: sp.Keyword, value: Any) -> Any:
         return sp.choice_value(kw, text) or text
     if kw.vtype == "time" and sp.convtime(text) >= 0:
         return sp.convtime(text)
+    if kw.opt in sp.DERELATIVISED:  # `etc/issue` is the file sshd reads, /etc/issue
+        return sp.absolute(sp.derelativise(kw.opt, text))
     return value
 
 
@@ -323,7 +339,7 @@ def evaluate(cfg: sp.SshdConfig | Passes, keyword: str, match_blocks: bool
         return
     opt = sp.KEYWORDS[keyword.lower()].opt
     for block in dict.fromkeys(shared.config.blocks):  # a file included twice repeats its blocks
-        if block.is_all:
+        if block.is_all or not block.can_match:  # `Match User !root` matches nobody
             continue
         try:
             s = shared.value(keyword, block)
@@ -385,7 +401,7 @@ def run_option(ctx: CheckContext) -> Iterator[Result]:
             if block is not None:
                 msg = f"for connections matching this block {msg}"
             yield Result(Status.PASS, subject, msg + note, expected=want_txt, actual=s.value,
-                         aspect=Aspect.CONFIG, evidence=_evidence(s))
+                         aspect=Aspect.CONFIG, evidence=_evidence(s), data=s.as_json())
             continue
         if block is None:
             msg = f"{name} is {shown} ({where}); expected {want_txt}"
@@ -403,7 +419,8 @@ def run_option(ctx: CheckContext) -> Iterator[Result]:
                    "overrides every global value, so a drop-in cannot fix it.")
             rem = Remediation(how, (RELOAD,), manual=how)
         yield Result(Status.FAIL, subject, msg + note, expected=want_txt, actual=s.value,
-                     aspect=Aspect.CONFIG, evidence=_evidence(s), remediation=rem)
+                     aspect=Aspect.CONFIG, evidence=_evidence(s), remediation=rem,
+                     data=s.as_json())
 
 
 # ------------------------------------------------------------------ ssh.sshd_kbdinteractive

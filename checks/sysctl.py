@@ -5,9 +5,10 @@ will write at the next boot (directories, masking, strcmp order, last assignment
 explicit beats glob, ``-key`` exclusions; see :mod:`aiaudit.parsers.sysctl`), with the procps
 ``sysctl --system`` result alongside when it differs (``/etc/sysctl.conf`` read last,
 older procps orders and no globs), then tuned when it is enabled (its profile's
-``[sysctl]``, with the admin files re-applied after it).  A failure says which side is
-wrong: ``runtime``, ``persisted`` or ``drift`` (right now but reverts at reboot, or
-configured but not applied).
+``[sysctl]``, with the admin files re-applied after it).  Which program applies the
+files, ufw's re-apply and build-config kernel defaults: :mod:`aiaudit.sysctl_boot`.
+A failure says which side is wrong: ``runtime``, ``persisted`` or ``drift`` (right now
+but reverts at reboot, or configured but not applied).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import posixpath
 from dataclasses import field, replace
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
+from aiaudit import sysctl_boot
 from aiaudit.api import (
     Aspect,
     CheckContext,
@@ -485,7 +487,13 @@ def run(ctx: CheckContext) -> Iterator[Result]:
     cfg = res.cfg
     dec = res.systemd_decide(key)
     pdec = res.procps_decide(key)
-    default = p.get("kernel_default")
+    init = sysctl_boot.applier(host)
+    other: sp.Decision | None = pdec
+    if init.name == "procps":  # no systemd: procps' init script runs `sysctl --system`
+        dec, other = pdec, None
+        data["applier"] = {"program": "procps", "reason": init.reason}
+    kd = sysctl_boot.kernel_default(host, key)
+    default = kd.value if kd is not None else p.get("kernel_default")
     boot = dec.value if dec.value is not None else (None if default is None else str(default))
     try:
         td = tuned_decide(host, res, key)
@@ -498,28 +506,50 @@ def run(ctx: CheckContext) -> Iterator[Result]:
     elif dec.excluded_by is not None:
         evidence.append(Evidence.file(dec.excluded_by.file, dec.excluded_by.line,
                                       dec.excluded_by.raw.strip()))
-    if default is not None and dec.value is None:
+    if kd is not None and dec.value is None:
+        evidence.extend(kd.evidence)
+    elif default is not None and dec.value is None:
         evidence.append(Evidence.default(f"kernel default for {display}", str(default)))
     note = ""
-    if sp.normalize_value(pdec.value or "") != sp.normalize_value(dec.value or ""):
-        src = _loc(pdec.entry) if pdec.entry else "nothing"
+    if other is not None and (
+            (other.value is None) != (dec.value is None)
+            or sp.normalize_value(other.value or "") != sp.normalize_value(dec.value or "")):
+        src = _loc(other.entry) if other.entry else "nothing"
         ver = f" {cfg.procps_version}" if cfg.procps_version else ""
-        note = (f" Note: `sysctl --system` (procps{ver}) would leave "
-                f"{pdec.value if pdec.value is not None else 'it unchanged'} (from {src}), "
+        left = "it unchanged" if other.value is None else f"'{other.value}'" \
+            if not other.value.strip() else other.value
+        note = (f" Note: `sysctl --system` (procps{ver}) would leave {left} (from {src}), "
                 "but systemd-sysctl decides at boot.")
-        data["procps"] = {"value": pdec.value, "source": src if pdec.entry else None}
-        if pdec.entry is not None and pdec.entry is not dec.entry:
-            evidence.append(Evidence.file(pdec.entry.file, pdec.entry.line,
-                                          pdec.entry.raw.strip()))
+        data["procps"] = {"value": other.value, "source": src if other.entry else None}
+        if other.entry is not None and other.entry is not dec.entry:
+            evidence.append(Evidence.file(other.entry.file, other.entry.line,
+                                          other.entry.raw.strip()))
     if dec.value is not None:
         persisted_txt = f"{dec.value} (set at {_loc(dec.entry)})" if dec.entry else dec.value
     elif dec.excluded_by is not None:
         persisted_txt = f"not set (excluded at {_loc(dec.excluded_by)})"
+    elif kd is not None:
+        persisted_txt = f"not set ({kd.text})"
     elif default is not None:
         persisted_txt = f"not set (kernel default {default})"
     else:
         persisted_txt = "not set (kernel default unknown)"
+    if init.name == "procps" and dec.value is not None:
+        persisted_txt += ", by `sysctl --system` (no systemd on this root)"
     persisted_set = dec.value is not None
+    fix_at, target = dec, dropin_path(res, key)
+    if init.name == "procps" and dec.entry is not None and dec.entry.file == sp.SYSCTL_CONF:
+        target = None  # procps reads /etc/sysctl.conf after every drop-in
+    ud = sysctl_boot.ufw_decide(host, init, key)
+    if ud is not None:  # ufw-init's `sysctl -p` runs after the boot applier
+        udec, ufw = ud
+        assert udec.entry is not None
+        boot, persisted_set = udec.value, True
+        persisted_txt = (f"{udec.value} (re-applied from {_loc(udec.entry)} when ufw starts, "
+                         f"after {init.name}: {ufw.reason})")
+        evidence.append(Evidence.file(udec.entry.file, udec.entry.line, udec.entry.raw.strip()))
+        data["ufw"] = {"value": udec.value, "source": _loc(udec.entry)}
+        fix_at, target = udec, None
     if td is not None:  # tuned starts after systemd-sysctl and writes its profile
         boot, persisted_txt, persisted_set = td.value, td.text, True
         evidence.append(td.evidence)
@@ -529,8 +559,8 @@ def run(ctx: CheckContext) -> Iterator[Result]:
     def result(status: Status, aspect: Aspect, msg: str, actual: str | None) -> Result:
         rem = None
         if status is Status.FAIL:
-            rem = _remediation(key, display, exp, runtime or boot, dec, host.live,
-                               dropin_path(res, key))
+            rem = _remediation(key, display, exp, runtime or boot, fix_at, host.live,
+                               target)
             if td is not None and not td.reapplied and not _tuned_reapplies(host):
                 # reapply_sysctl = 0: the profile value is the last write at boot
                 rem = replace(rem, manual=f"the tuned profile sets {display} after every "
@@ -618,7 +648,12 @@ def aiaudit_register_checks() -> list[CheckSpec]:
             "wins; a /dev/null link masks; files in strcmp order; the last assignment wins; "
             "explicit keys beat globs; '-key' excludes). /etc/sysctl.conf counts only through "
             "a sysctl.d link (Debian's 99-sysctl.conf); procps `sysctl --system` differences "
-            "are noted. An enabled tuned then writes its profile's [sysctl] and re-applies "
-            "the /run and /etc files (reapply_sysctl). Fails as runtime, persisted or drift."
+            "are noted. On a root without systemd (sysvinit, containers) procps' `sysctl "
+            "--system` decides instead (/etc/sysctl.conf last). An enabled ufw re-applies "
+            "/etc/ufw/sysctl.conf; an enabled tuned then writes its profile's [sysctl] and "
+            "re-applies the /run and /etc files (reapply_sysctl). Kernel defaults of "
+            "kernel.numa_balancing and kernel.dmesg_restrict come from the kernel build "
+            "config (/proc/config.gz live, /boot/config-*). Fails as runtime, persisted or "
+            "drift."
         ),
     )]

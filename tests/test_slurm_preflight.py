@@ -87,3 +87,61 @@ def test_site_override_requires_gpus(tmp_path: Path, make_root, rule: str) -> No
             "--only", rule, env={"SLURM_JOB_USER": "alice"})
     assert r.code == 1, r.out + r.err
     assert rule in r.err
+
+
+# ------------------------------------------------------------------ examples/slurm/prolog.sh
+SCRIPT = Path(__file__).resolve().parents[1] / "examples" / "slurm" / "prolog.sh"
+
+
+def _slurmd_like(tmp_path: Path, settings: str, *args: str) -> subprocess.CompletedProcess:
+    """Run the example prolog as slurmd does: only SLURM_* variables (plus the test's
+    pointer to its settings file), no PATH, no arguments beyond the test's."""
+    env_file = tmp_path / "prolog.env"
+    env_file.write_text(settings)
+    env = {"SLURM_JOB_ID": "7", "SLURM_JOB_USER": "alice", "SLURM_CONF": "/etc/slurm/slurm.conf",
+           "AIAUDIT_PROLOG_ENV": str(env_file)}
+    return subprocess.run(["/bin/sh", str(SCRIPT), *args], env=env, capture_output=True,
+                          text=True, timeout=60)
+
+
+def _fake_aiaudit(tmp_path: Path, body: str) -> Path:
+    exe = tmp_path / "fake-aiaudit"
+    exe.write_text(f"#!/bin/sh\n{body}\n")
+    exe.chmod(0o755)
+    return exe
+
+
+def test_prolog_reads_its_settings_from_the_file(tmp_path: Path) -> None:
+    """slurmd passes no AIAUDIT_* variables: the file's values reach aiaudit; a line that
+    is not a plain AIAUDIT assignment is ignored, not executed."""
+    argv = tmp_path / "argv"
+    exe = _fake_aiaudit(tmp_path, f'printf "%s\\n" "$@" > {argv}')
+    report = tmp_path / "run" / "last.json"
+    settings = (f"AIAUDIT={exe}\nAIAUDIT_FAIL_ON=critical\nAIAUDIT_TIMEOUT='3'\n"
+                f'AIAUDIT_REPORT="{report}"\nAIAUDIT_REASON_FILE={tmp_path}/reason\n'
+                f"# AIAUDIT_RULESET=ignored\nAIAUDIT_X$(touch {tmp_path}/pwned)=1\n"
+                f"touch {tmp_path}/pwned2\n")
+    proc = _slurmd_like(tmp_path, settings)
+    assert proc.returncode == 0, proc.stderr
+    got = argv.read_text().split("\n")
+    assert got[got.index("--fail-on") + 1] == "critical"
+    assert got[got.index("--timeout") + 1] == "3"
+    assert got[got.index("--ruleset") + 1] == "slurm-preflight"
+    assert f"json:{report}" in got
+    assert not (tmp_path / "pwned").exists() and not (tmp_path / "pwned2").exists()
+
+
+@pytest.mark.parametrize("body", ["exit 4", "sleep 30"])
+def test_prolog_leaves_no_stale_report_when_the_scan_fails(tmp_path: Path, body) -> None:
+    report = tmp_path / "run" / "last.json"
+    report.parent.mkdir()
+    report.write_text('{"from": "an earlier job"}')
+    exe = _fake_aiaudit(tmp_path, f'echo partial > {report}; {body}')
+    t0 = time.monotonic()
+    proc = _slurmd_like(tmp_path, f"AIAUDIT={exe}\nAIAUDIT_TIMEOUT=1\n"
+                        f"AIAUDIT_REPORT={report}\nAIAUDIT_REASON_FILE={tmp_path}/reason\n")
+    took = time.monotonic() - t0
+    assert proc.returncode == 0, proc.stderr  # never drains for its own breakage
+    assert not report.exists()
+    # the documented worst case: AIAUDIT_TIMEOUT + 7 s
+    assert took < 1 + 7 + 1, took

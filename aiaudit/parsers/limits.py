@@ -203,7 +203,13 @@ class Side:
     value: int
     rank: int
     line: Line | None = None
-    """The config line that set it (``None`` for a starting value)."""
+    """The config line that set it (``None`` for a starting value); for a soft side
+    clamped to the hard one, the line that set the hard side."""
+    clamped: bool = False
+    """A soft side above the hard one, lowered to it (``setrlimit`` needs soft <= hard,
+    pam_limits ``setup_limits``)."""
+    clamped_line: Line | None = None
+    """For a clamped soft side: the line that asked for the higher soft value."""
 
 
 @record
@@ -384,7 +390,7 @@ def decide(files: Iterable[tuple[str, list[Line] | str]], who: Subject,
         if soft.rank == NONE and hard.rank == NONE:
             continue
         if soft.value > hard.value:
-            soft = Side(hard.value, soft.rank, soft.line)
+            soft = Side(hard.value, soft.rank, hard.line, True, soft.line)
         dec.limits[item] = (soft, hard)
     return dec
 

@@ -268,6 +268,28 @@ AUTH_METHODS = {"publickey": "pubkeyauthentication", "password": "passwordauthen
                 "gssapi-with-mic": "gssapiauthentication"}
 """``AuthenticationMethods`` names and the option that enables each (``auth2.c``)."""
 
+DERELATIVISED = frozenset({"pidfile", "modulifile", "xauthlocation", "banner",
+                           "trustedusercakeys", "revokedkeys", "hostkey", "hostcertificate",
+                           "hostkeyagent", "securitykeyprovider"})
+"""Options whose relative paths sshd makes absolute (``servconf.c derelativise_path``:
+``none`` in any case is ``none``, otherwise the daemon's working directory is prefixed;
+``HostKeyAgent SSH_AUTH_SOCK`` and ``SecurityKeyProvider internal`` are kept)."""
+DAEMON_CWD = "/"
+"""sshd's working directory as a service (systemd starts it in ``/``): ``Banner etc/issue``
+reads ``/etc/issue`` and ``sshd -T`` prints ``//etc/issue``."""
+PRINTED: Mapping[str, Mapping[str, str]] = {
+    "permitrootlogin": {"prohibit-password": "without-password"},
+    "loglevel": {"QUIET": "SILENT"},
+}
+"""Canonical values that ``sshd -T`` (9.2) prints under another name (``dump_cfg_*``)."""
+LIST_OPTIONS = frozenset({"allowusers", "denyusers", "allowgroups", "denygroups", "acceptenv",
+                          "port", "listenaddress", "hostkey", "hostcertificate", "subsystem",
+                          "setenv", "authorizedkeysfile", "authenticationmethods",
+                          "permitopen", "permitlisten", "channeltimeout", "logverbose",
+                          "ipqos", "rekeylimit", "pubkeyauthoptions"})
+"""Options whose value is a list: their entries are kept apart (an entry may contain a
+space, ``AllowUsers "a b"``), as ``sshd -T`` prints them one per line or word."""
+
 SERVICES = {"ssh": 22}
 """Service names ``a2port`` resolves with ``getservbyname`` (the scanned root's
 /etc/services is not consulted; other names are an error, not a guess)."""
@@ -429,6 +451,17 @@ class MatchBlock:
         return self.criteria == (("all", ""),)
 
     @property
+    def can_match(self) -> bool:
+        """False when a criterion's list has only negated patterns (``User !root``): sshd's
+        ``match_pattern_list`` / ``addr_match_list`` never return a positive match for it,
+        so the block applies to no connection."""
+        for attr, arg in self.criteria:
+            if attr in ("user", "group", "host", "address", "localaddress", "rdomain") and \
+                    all(p.startswith("!") for p in arg.split(",")):
+                return False
+        return True
+
+    @property
     def label(self) -> str:
         """``Match User alice (etc/ssh/sshd_config:42)``."""
         return f"Match {self.text} ({self.file.lstrip('/')}:{self.line})"
@@ -466,6 +499,8 @@ class Setting:
     values: tuple[str, ...] = ()
     """For accumulating options the resulting list; for others the deciding line's
     arguments (a list keyword such as ``SetEnv`` keeps its whole first line)."""
+    default_note: str = ""
+    """For a compiled-in default that depends on the OpenSSH release: which release's."""
 
     @property
     def is_default(self) -> bool:
@@ -479,6 +514,52 @@ class Setting:
         if d is None:
             return "compiled-in default"
         return f"{d.file.lstrip('/')}:{d.line}"
+
+    @property
+    def is_list(self) -> bool:
+        """True for list options (:data:`LIST_OPTIONS`)."""
+        return self.option.lower() in LIST_OPTIONS
+
+    def printed(self, ports: Sequence[str] = ("22",)) -> list[str]:
+        """The value as ``sshd -T`` prints it, one entry per printed line (or word, for
+        lists printed on one line): ``without-password``, ``SILENT``, ``//etc/issue``,
+        ``[::1]:22``; ``ports`` (the effective ``Port`` list) completes ListenAddress
+        lines without a port."""
+        opt = self.option.lower()
+        if self.value is None:
+            return []
+        if opt == "listenaddress":
+            out: list[str] = []
+            for d in self.entries:
+                la = parse_listen(d.args)
+                if isinstance(la, ListenAddress):
+                    out += listen_printed(la, ports)
+            return out
+        if opt in DERELATIVISED:
+            lines = self.entries or ((self.directive,) if self.directive else ())
+            if lines:
+                return [derelativise(opt, d.args[0]) for d in lines]
+            return list(self.values) or [self.value]
+        if self.is_list:
+            return self.items
+        return [PRINTED.get(opt, {}).get(self.value, self.value)]
+
+    @property
+    def items(self) -> list[str]:
+        """The entries of a list option (a compiled-in default split into words)."""
+        if self.value is None:
+            return []
+        return list(self.values) or self.value.split()
+
+    def as_json(self) -> dict[str, object]:
+        """JSON form: ``value`` (a list for list options), ``sshd_T`` (what ``sshd -T``
+        prints) and ``source``."""
+        value: object = self.items if self.is_list and self.value is not None else self.value
+        out: dict[str, object] = {"value": value, "sshd_T": self.printed(),
+                                  "source": self.source}
+        if self.default_note:
+            out["default"] = self.default_note
+        return out
 
 
 @record
@@ -620,11 +701,119 @@ def _validate(kw: Keyword, ln: _Line, path: str) -> tuple[str, tuple[str, ...]]:
     if t == "subsystem":
         if len(args) < 2:
             raise _err("Missing subsystem command.", path, n)
-    if t == "listen" and len(args) > 3:
-        raise _err(f"keyword {kw.name} extra arguments at end of line", path, n)
+    if t == "listen":
+        return _validate_listen(kw, args, path, n), args
+    if t == "str" and kw.opt in DERELATIVISED:
+        return absolute(derelativise(kw.opt, a)), args
     if t in ("words", "envname") and any(x == "" for x in args):
         raise _err(f"empty {kw.name} pattern", path, n)
     return " ".join(args), args
+
+
+def derelativise(opt: str, arg: str, cwd: str = DAEMON_CWD) -> str:
+    """``derelativise_path`` for option ``opt``: the path sshd uses (``//etc/issue`` for
+    ``etc/issue``, as ``sshd -T`` prints it; see :func:`absolute`)."""
+    if arg.lower() == "none":
+        return "none"
+    if (opt == "hostkeyagent" and arg == "SSH_AUTH_SOCK") or (
+            opt == "securitykeyprovider" and arg.lower() == "internal"):
+        return arg
+    if arg.startswith(("/", "~")):
+        return arg
+    return f"{cwd.rstrip('/')}/{arg}" if cwd != "/" else f"//{arg}"
+
+
+def absolute(value: str) -> str:
+    """A derelativised path without the doubled slash of the ``/`` working directory
+    (``//etc/issue`` names ``/etc/issue``): the form rules compare."""
+    return value[1:] if value.startswith("//") and not value.startswith("///") else value
+
+
+@record
+class ListenAddress:
+    """One ``ListenAddress`` line: ``ADDR[:PORT] [rdomain NAME]``."""
+
+    host: str
+    """Address or host name, brackets removed."""
+    port: int
+    """0 = every ``Port``."""
+    rdomain: str | None = None
+
+
+def parse_listen(args: Sequence[str]) -> ListenAddress | str:
+    """``servconf.c sListenAddress``: the parsed line, or sshd's error message."""
+    arg = args[0]
+    if "[" not in arg and arg.count(":") >= 2:  # a bare IPv6 address
+        host, port = arg, 0
+    else:
+        if arg.startswith("["):
+            end = arg.find("]")
+            if end < 0:
+                return "bad address:port usage"
+            head, rest = arg[:end + 1], arg[end + 1:]
+            if rest and rest[0] != ":":
+                return "bad address:port usage"
+        else:
+            cut = min((i for i in (arg.find(":"), arg.find("/")) if i >= 0), default=len(arg))
+            head, rest = arg[:cut], arg[cut:]
+            if rest.startswith("/"):
+                return "bad address:port usage"
+        host = head[1:-1] if head.startswith("[") and head.endswith("]") else head
+        if rest:
+            port = a2port(rest[1:])
+            if port <= 0:
+                return "bad port number"
+        else:
+            port = 0
+    rdomain = None
+    if len(args) > 1:
+        if args[1] != "rdomain" or len(args) < 3:
+            return "bad ListenAddress syntax"
+        rdomain = args[2]
+        # sshd asks the kernel (SO_BINDTODEVICE) whether the name is a device of the host
+        # it runs on; only names no device can have are refused here
+        if not rdomain or len(rdomain) > 15 or "/" in rdomain or rdomain in (".", ".."):
+            return "bad routing domain"
+    return ListenAddress(host, port, rdomain)
+
+
+def _validate_listen(kw: Keyword, args: tuple[str, ...], path: str, n: int) -> str:
+    got = parse_listen(args)
+    if isinstance(got, str):
+        raise _err(got, path, n)
+    if len(args) > 3:
+        raise _err(f"keyword {kw.name} extra arguments at end of line", path, n)
+    return " ".join(args)
+
+
+def listen_family_error(la: ListenAddress, family: str) -> str | None:
+    """What ``getaddrinfo`` says when sshd resolves ``la`` for ``AddressFamily`` at start-up
+    (fatal: ``bad addr or host: ADDR (REASON)``), for what can be told without a resolver:
+    a numeric address of the other family, or a string that can be no host name."""
+    parsed = addr_pton(la.host)
+    if parsed is None:
+        if ":" in la.host or re.fullmatch(r"[0-9.]+", la.host):
+            return f"bad addr or host: {la.host} (Name or service not known)"
+        return None  # a host name: resolved by the host sshd runs on
+    bits = parsed[0]
+    if (family == "inet" and bits == 128) or (family == "inet6" and bits == 32):
+        return f"bad addr or host: {la.host} (Address family for hostname not supported)"
+    return None
+
+
+def listen_printed(la: ListenAddress, ports: Sequence[str]) -> list[str]:
+    """``sshd -T`` lines for one ListenAddress (``[::1]:22``, one per Port when the line
+    has none; ``rdomain NAME`` appended).  Numeric addresses are shown in
+    ``getnameinfo`` form (``10.1`` is ``10.0.0.1``); host names as written."""
+    parsed = addr_pton(la.host)
+    host = la.host
+    if parsed is not None:
+        bits, value = parsed
+        host = str(ipaddress.IPv4Address(value) if bits == 32 else ipaddress.IPv6Address(value))
+    if ":" in host:
+        host = f"[{host}]"
+    tail = f" rdomain {la.rdomain}" if la.rdomain else ""
+    return [f"{host}:{p}{tail}" for p in ([str(la.port)] if la.port else ports)]
 
 
 # --------------------------------------------------------------------- Match
@@ -806,6 +995,14 @@ class SshdConfig:
         self.includes: list[IncludeLine] = []
         """Every ``Include`` line (with the files it expanded to)."""
         self._startup: list[tuple[Directive, bool]] | None = None
+        self.defaults: Mapping[str, str] = {}
+        """Compiled-in values of options the keyword table leaves unset (``ciphers``...),
+        for the installed release (:mod:`aiaudit.parsers.sshd_defaults`)."""
+        self.defaults_note = ""
+        self.netdev: Callable[[str], bool | None] | None = None
+        """Whether a network device exists on the host sshd runs on (``None``: unknown);
+        sshd refuses ``ListenAddress ... rdomain NAME`` for a NAME that is no device
+        (``valid_rdomain``: ``SO_BINDTODEVICE``)."""
         self._startup_set: dict[str, list[Directive]] | None = None
         self._known: Mapping[str, list[_Line]] = {}
         """Lines of files already read and split by the configuration this one derives
@@ -830,6 +1027,8 @@ class SshdConfig:
 
         new = SshdConfig(self.main, read, glob)
         new._known = {p: ls for p, ls in {**self._known, **self._lexed}.items() if p != path}
+        new.defaults, new.defaults_note, new.netdev = (self.defaults, self.defaults_note,
+                                                       self.netdev)
         new._checked = dict(self._checked)  # ids of lines that stay alive in new._known
         for ln in (*self._lexed.get(path, ()), *self._known.get(path, ())):
             new._checked.pop(id(ln), None)  # replaced lines: their ids may be reused
@@ -935,6 +1134,9 @@ class SshdConfig:
                                    "block", path, ln.lineno)
                     continue
                 value, args = self._validate(kw, ln, path)
+                if kw.vtype == "listen" and len(args) >= 3 and self.netdev is not None \
+                        and self.netdev(args[2]) is False:
+                    raise _err("bad routing domain", path, ln.lineno)
                 if kw.vtype == "ignore":
                     continue
                 if kw.vtype == "authmethods":
@@ -976,6 +1178,12 @@ class SshdConfig:
         # sshd.c main() after loading the configuration: checks on the start-up values
         assert self._startup is not None
         g = Effective(_collect(self._startup), {})
+        family = g["AddressFamily"] or "any"
+        for d in g.get("ListenAddress").entries:
+            la = parse_listen(d.args)
+            bad = listen_family_error(la, family) if isinstance(la, ListenAddress) else None
+            if bad:
+                raise _err(bad, d.file, d.line)
         for kind in ("Keys", "Principals"):
             cmd = g.get(f"Authorized{kind}Command")
             user = g.get(f"Authorized{kind}CommandUser")
@@ -1014,7 +1222,8 @@ class SshdConfig:
             matcher = conn
         if self._startup_set is None:  # shared, read-only, by every Effective
             self._startup_set = _collect(self._startup)
-        return Effective(self._startup_set, _collect(self._walk(matcher)))
+        return Effective(self._startup_set, _collect(self._walk(matcher)),
+                         self.defaults, self.defaults_note)
 
     def value(self, keyword: str, conn: Connection | MatchFn | None = None) -> Setting:
         """Effective value of one keyword (any spelling, aliases resolved)."""
@@ -1038,9 +1247,12 @@ class Effective:
     """Effective values for one connection: the connection pass over the start-up pass."""
 
     def __init__(self, startup: dict[str, list[Directive]],
-                 matched: dict[str, list[Directive]]) -> None:
+                 matched: dict[str, list[Directive]],
+                 defaults: Mapping[str, str] | None = None, defaults_note: str = "") -> None:
         self._g = startup
         self._m = matched
+        self._defaults = defaults or {}
+        self._defaults_note = defaults_note
 
     def get(self, keyword: str) -> Setting:
         """The :class:`Setting` of ``keyword`` (case-insensitive; aliases resolved)."""
@@ -1060,6 +1272,9 @@ class Effective:
             vals = tuple(_accumulated(canon, lines))
             return Setting(canon.name, " ".join(vals), entries=tuple(lines), values=vals)
         if not lines:
+            if opt in self._defaults:
+                return Setting(canon.name, self._defaults[opt],
+                               default_note=self._defaults_note)
             return Setting(canon.name, canon.default)
         return Setting(canon.name, lines[0].value, lines[0], values=lines[0].args)
 
@@ -1084,10 +1299,18 @@ def _accumulated(kw: Keyword, lines: list[Directive]) -> Iterator[str]:
             yield from d.args
 
 
-def load(read: Reader, glob: Globber, main: str = MAIN_CONFIG) -> SshdConfig:
+def load(read: Reader, glob: Globber, main: str = MAIN_CONFIG,
+         defaults: Mapping[str, str] | None = None, defaults_note: str = "",
+         netdev: Callable[[str], bool | None] | None = None) -> SshdConfig:
     """Parse ``main`` and its includes; raises :class:`ParseError` when sshd would refuse
-    the configuration (``file:line`` in the message)."""
+    the configuration (``file:line`` in the message).  ``defaults``: compiled-in values of
+    release-dependent options (``ciphers``, ``macs``, ``kexalgorithms``,
+    ``hostkeyalgorithms``) and ``defaults_note`` saying which release; ``netdev`` tells
+    whether a network device exists (live scans), for ``ListenAddress ... rdomain``."""
     cfg = SshdConfig(main, read, glob)
+    cfg.netdev = netdev
+    cfg.defaults = dict(defaults or {})
+    cfg.defaults_note = defaults_note
     cfg.check()
     return cfg
 

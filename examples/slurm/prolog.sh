@@ -8,7 +8,17 @@
 #   PrologFlags=Alloc          # run at allocation, on every allocated node, before the job
 #                              # starts (without it the prolog runs at the first step).
 #                              # Contain implies Alloc and is only needed by pam_slurm_adopt.
-#   PrologEpilogTimeout=60     # Slurm's own limit: keep it above AIAUDIT_TIMEOUT below
+#   PrologEpilogTimeout=60     # Slurm's own limit: keep it above this script's worst case,
+#                              # AIAUDIT_TIMEOUT + 7 s (the outer deadline is TIMEOUT + 5,
+#                              # then `timeout -k 2` waits 2 s more before SIGKILL); with
+#                              # the default AIAUDIT_TIMEOUT=10 that is 17 s.
+#
+# Settings: slurmd gives a prolog only SLURM_* variables, so they come from
+# /etc/aiaudit/prolog.env (KEY=value lines for the keys listed below, nothing is
+# executed), e.g.
+#   AIAUDIT_FAIL_ON=critical
+#   AIAUDIT_TIMEOUT=20
+# A variable already in the environment (a manual run) wins over the file.
 #
 # What happens:
 #   exit 0  -> the job starts.  Only failures at or above AIAUDIT_FAIL_ON make the exit
@@ -26,9 +36,7 @@
 # from every node at every job start).  The training user comes from $SLURM_JOB_USER,
 # which slurmd sets in the prolog environment.  Extra arguments are passed to aiaudit.
 #
-# Settings: slurmd starts a prolog with only SLURM_* variables in its environment, so they
-# are read from /etc/aiaudit/prolog.env (root-owned, mode 0644; KEY=value lines, each
-# optional; its values win over the environment of a manual run):
+# The keys /etc/aiaudit/prolog.env may set (root-owned, mode 0644; each optional):
 #   AIAUDIT=/usr/local/bin/aiaudit    AIAUDIT_RULESET=slurm-preflight
 #   AIAUDIT_FAIL_ON=high              AIAUDIT_ON_ERROR=pass     AIAUDIT_TIMEOUT=10
 #   AIAUDIT_REPORT=/run/aiaudit/prolog-last.json
@@ -48,23 +56,25 @@ export HOME
 # The settings file is read, not run: only KEY=value lines for the keys below count (the
 # value may be in single or double quotes); a broken file cannot stop the script, and so
 # cannot drain the node.
-CONF=${AIAUDIT_PROLOG_ENV:-/etc/aiaudit/prolog.env}
-if [ -r "$CONF" ]; then
+PROLOG_ENV=${AIAUDIT_PROLOG_ENV:-/etc/aiaudit/prolog.env}
+if [ -r "$PROLOG_ENV" ]; then
     while IFS= read -r line || [ -n "$line" ]; do
         case $line in
             AIAUDIT=*|AIAUDIT_RULESET=*|AIAUDIT_FAIL_ON=*|AIAUDIT_ON_ERROR=*|\
             AIAUDIT_TIMEOUT=*|AIAUDIT_REPORT=*|AIAUDIT_REASON_FILE=*) ;;
             *) continue ;;
         esac
-        key=${line%%=*}
+        name=${line%%=*}
         value=${line#*=}
         case $value in
             \"*\") value=${value#\"}; value=${value%\"} ;;
             \'*\') value=${value#\'}; value=${value%\'} ;;
         esac
-        eval "$key=\$value"
-    done < "$CONF"
+        # the environment wins; $name is one of the names above, $value is not expanded
+        eval "[ -n \"\${$name+x}\" ]" || eval "$name=\$value"
+    done < "$PROLOG_ENV"
 fi
+
 AIAUDIT=${AIAUDIT:-/usr/local/bin/aiaudit}
 RULESET=${AIAUDIT_RULESET:-slurm-preflight}
 FAIL_ON=${AIAUDIT_FAIL_ON:-high}
@@ -100,6 +110,8 @@ dir_of "$REASON_FILE"
 if [ ! -d "$report_dir" ] || [ ! -d "$dir" ]; then
     mkdir -p "$report_dir" "$dir" 2>/dev/null
 fi
+# No report of an earlier job stands for this one: the scan replaces $REPORT atomically
+# when it writes one, and every exit below that has no new report removes it.
 
 # A second, outer deadline (coreutils timeout, not Slurm): even a read stuck in the
 # kernel cannot hold the job longer than the scan deadline plus 5 seconds.
@@ -133,6 +145,7 @@ case $rc in
         printf '%s\n' "$reason" > "$REASON_FILE"
         exit 1 ;;
     124|137)
+        rm -f "$REPORT"  # killed: whatever it wrote is incomplete
         reason="aiaudit: did not finish within $((TIMEOUT + 5))s (stuck read?)"
         log "$reason"
         if [ "$ON_ERROR" = fail ]; then
@@ -141,6 +154,7 @@ case $rc in
         fi
         exit 0 ;;
     *)
+        rm -f "$REPORT"
         log "aiaudit: pre-flight check itself failed (exit $rc), node not drained: $stderr"
         exit 0 ;;
 esac

@@ -354,3 +354,72 @@ def test_use_pam_from_the_sshd_model_when_installed(make_root, monkeypatch) -> N
     s = one(run_check("limits.pam_stack", make_root(DEBIAN)))
     assert s.status is Status.FAIL
     assert s.evidence[0].source == "etc/ssh/sshd_config.d/50-x.conf:3"
+
+
+# ------------------------------------------------------------------ issue 17
+def test_clamped_soft_names_the_hard_line(make_root) -> None:
+    """soft above hard: pam_limits clamps soft to hard (oracle:
+    test_limits_oracle.test_clamped_soft_names_the_hard_line); the result cites the line
+    that set the hard value and says the soft one was clamped."""
+    rt = root(make_root, DEBIAN, **{"/etc/security/limits.conf":
+                                    "alice soft nofile 200000\nalice hard nofile 65536\n"})
+    r = one(run_check("limits.effective", rt, NOFILE_SOFT, user="alice"))
+    assert r.status is Status.PASS and r.actual == "65536", r.message
+    assert "clamped to the hard limit from etc/security/limits.conf:2" in r.message
+    assert "etc/security/limits.conf:1 is higher" in r.message
+    ev = r.evidence[-1]
+    assert ev.source == "etc/security/limits.conf:2" and "soft clamped" in ev.value
+    h = one(run_check("limits.effective", rt, NOFILE_HARD, user="alice"))
+    assert "clamped" not in h.message and h.evidence[-1].source == "etc/security/limits.conf:2"
+
+
+def test_unknown_pam_version_assumption_is_stated_and_applied(make_root) -> None:
+    from aiaudit.checks.limits import pam_build
+
+    from aiaudit.host import Host
+
+    base = {k: v for k, v in DEBIAN.items()
+            if k not in ("/var/lib/dpkg/status", "/etc/security/limits.conf")}
+    base["/etc/security/limits.d/90-train.conf"] = GOOD
+    rt = make_root(base)
+    b = pam_build(Host(str(rt), live=False))
+    assert b.note.endswith("assuming Debian 12's PAM 1.5.2") and b.vt == (1, 5, 2)
+    # PAM 1.5.2 refuses a session without limits.conf: the assumption is applied
+    r = one(run_check("limits.effective", rt, NOFILE_SOFT, user="alice"))
+    assert r.actual == "login refused", r.message
+    # Debian 13 ships PAM 1.7.0: a missing limits.conf is not fatal there
+    rt = make_root({**base, "/etc/os-release": 'ID=debian\nVERSION_ID="13"\n'})
+    b = pam_build(Host(str(rt), live=False))
+    assert "Debian 13's PAM 1.7.0" in b.note and not b.missing_conf_fatal
+    r = one(run_check("limits.effective", rt, NOFILE_SOFT, user="alice"))
+    assert r.status is Status.PASS, r.message
+    rt = make_root({**base, "/etc/os-release": 'ID=debian\n'})
+    assert "Debian 12's; release unknown not known" in pam_build(Host(str(rt),
+                                                                      live=False)).note
+
+
+def test_no_pam_stack_same_story_in_both_checks(make_root) -> None:
+    no_pam = {k: v for k, v in DEBIAN.items() if not k.startswith("/etc/pam.d/")}
+    no_pam["/etc/security/limits.d/90-train.conf"] = GOOD
+    rt = make_root(no_pam)
+    s = one(run_check("limits.pam_stack", rt))
+    e = one(run_check("limits.effective", rt, NOFILE_SOFT, user="alice"))
+    assert s.status is e.status is Status.SKIP
+    assert s.message == e.message and "no PAM configuration for sshd" in s.message
+    no_sshd = {k: v for k, v in no_pam.items() if "ssh" not in k}
+    rt = make_root(no_sshd)
+    s = one(run_check("limits.pam_stack", rt))
+    e = one(run_check("limits.effective", rt, NOFILE_SOFT, user="alice"))
+    assert s.status is e.status is Status.SKIP
+    assert s.message == e.message == "sshd is not installed"
+
+
+def test_nolimits_line_for_su_keeps_the_callers_limits(make_root) -> None:
+    """'<domain> -': the session keeps what the process had (the oracle's "child" limits,
+    see tests/oracle/pam_limits_corpus.predict); for su that is the caller's shell."""
+    rt = root(make_root, DEBIAN, **{"/etc/security/limits.conf": "@gpu -\n",
+                                    "/etc/pam.d/su": "session required pam_limits.so\n"})
+    r = one(run_check("limits.effective", rt, {**NOFILE_SOFT, "services": ["su"]},
+                      user="alice"))
+    assert "the session keeps the caller's limits (the shell that ran su)" in r.message
+    assert "systemd's default service limits\"" not in r.message

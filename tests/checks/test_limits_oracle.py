@@ -99,3 +99,47 @@ def test_pam_stack_walk_matches_libpam(tmp_path: Path) -> None:
             diffs.append(f"{case['id']}: real {corpus.stack_outcome(got)} ({got}), "
                          f"model {want}")
     assert not diffs, "\n".join(diffs)
+
+
+CLAMP_CASES = [
+    # (limits.conf, item, the line that asks for the higher soft value, the hard line)
+    ("alice soft nofile 5000\nalice hard nofile 3000\n", "nofile", 1, 2),
+    ("* hard nofile 2048\nalice soft nofile 4096\n", "nofile", 2, 1),
+    ("alice - memlock 1024\nalice soft memlock 8192\n", "memlock", 2, 1),
+]
+
+
+@pytest.mark.oracle
+def test_clamped_soft_names_the_hard_line(tmp_path: Path) -> None:
+    """soft above hard: the real module clamps soft to hard; the model gives the same
+    values and names the hard side's line as what decided the soft value."""
+    _preflight()
+    ceiling = _ceiling()
+    cases = [{"id": i, "files": {"limits.conf": text}, "passwd": corpus.PASSWD,
+              "group": corpus.GROUP, "user": "alice", "args": "",
+              "pid1": {"nofile": [1024, ceiling["nofile"]],
+                       "memlock": [65536, ceiling["memlock"]]},
+              "child": {"nofile": [1000, ceiling["nofile"]],
+                        "memlock": [32768, ceiling["memlock"]]}}
+             for i, (text, *_r) in enumerate(CLAMP_CASES)]
+    real = _run_driver(cases)
+    from aiaudit.checks import limits as lc
+
+    from aiaudit.host import Host
+    from aiaudit.parsers import limits as lp
+
+    for case, got, (_text, item, soft_ln, hard_ln) in zip(cases, real, CLAMP_CASES,
+                                                           strict=True):
+        assert got[item][0] == got[item][1], got  # clamped by the real module
+        host = Host(str(corpus._root(tmp_path / f"k{case['id']}", case)), live=False)
+        build = lc.PamBuild(True, "1.5.2-6", (1, 5, 2), "oracle")
+        files, _ = lc.limits_files(host, build, None)
+        acc = lc.accounts(host)
+        sides = {i: (lp.Side(v[0], lp.KERNEL), lp.Side(v[1], lp.KERNEL))
+                 for i, v in case["pid1"].items()}
+        dec = lp.decide(files, lc.subject_for(acc, acc.db.user("alice")), sides,
+                        lp.Variant(debian_root=True))
+        soft, hard = dec.limits[item]
+        assert (soft.value, hard.value) == tuple(got[item])
+        assert soft.clamped and soft.line is hard.line and soft.line.line == hard_ln
+        assert soft.clamped_line is not None and soft.clamped_line.line == soft_ln

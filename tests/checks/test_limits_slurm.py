@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from aiaudit.model import Status
 from tests.checks.test_limits import DEBIAN
 from tests.helpers import run_check
@@ -76,3 +78,99 @@ def test_live_slurmd_process(make_root) -> None:
     mem = got["slurm job memlock"]
     assert mem.status is Status.FAIL and mem.evidence[0].source == "/proc/4242/limits"
     assert "running slurmd" in mem.message
+
+
+# ------------------------------------------------------------------ which slurm.conf
+REAL = "ClusterName=c\nPropagateResourceLimitsExcept=MEMLOCK,NOFILE\n"
+"""The file slurmd really reads: nofile and memlock are not propagated, the node is fine."""
+STALE = "ClusterName=c\n"
+"""/etc/slurm/slurm.conf left behind: default propagation of everything."""
+
+
+def _nofile(root, **kw):
+    return by_subject(run_check("slurm.job_limits", root, user="alice", **kw))[
+        "slurm job nofile"]
+
+
+@pytest.mark.parametrize("files", [
+    # SLURM_CONF from an EnvironmentFile in a drop-in, as Debian's unit reads /etc/default
+    {"/etc/systemd/system/slurmd.service.d/conf.conf":
+        "[Service]\nEnvironmentFile=-/etc/default/slurmd\n",
+     "/etc/default/slurmd": 'SLURM_CONF="/opt/slurm/etc/slurm.conf"\n'},
+    # -f in the options variable that ExecStart expands ($VAR splits into words)
+    {"/usr/lib/systemd/system/slurmd.service":
+        "[Service]\nEnvironmentFile=-/etc/default/slurmd\n"
+        "ExecStart=/usr/sbin/slurmd -D -s $SLURMD_OPTIONS\nLimitNOFILE=131072\n"
+        "LimitMEMLOCK=infinity\n",
+     "/etc/default/slurmd": 'SLURMD_OPTIONS="-f /opt/slurm/etc/slurm.conf"\n'},
+    # Environment= in the unit
+    {"/etc/systemd/system/slurmd.service.d/env.conf":
+        "[Service]\nEnvironment=SLURM_CONF=/opt/slurm/etc/slurm.conf\n"},
+])
+def test_offline_reads_the_conf_the_unit_gives_slurmd(make_root, files) -> None:
+    root = make_root({**SLURM, "/etc/slurm/slurm.conf": STALE,
+                      "/opt/slurm/etc/slurm.conf": REAL, **files})
+    r = _nofile(root)
+    assert r.status is Status.PASS, r.message
+    assert r.data["slurm_conf"] == "/opt/slurm/etc/slurm.conf"
+    assert "opt/slurm/etc/slurm.conf:2" in [e.source for e in r.evidence]
+
+
+def test_without_unit_settings_the_default_path_is_read(make_root) -> None:
+    r = _nofile(make_root({**SLURM, "/etc/slurm/slurm.conf": STALE,
+                           "/opt/slurm/etc/slurm.conf": REAL}))
+    assert r.status is Status.FAIL and r.data["slurm_conf"] == "/etc/slurm/slurm.conf"
+    assert "default path" in r.data["slurm_conf_reason"]
+
+
+@pytest.mark.parametrize("cmdline,environ", [
+    ("/usr/sbin/slurmd\x00-D\x00-f\x00/opt/slurm/etc/slurm.conf\x00", "PATH=/bin\x00"),
+    ("/usr/sbin/slurmd\x00-D\x00", "PATH=/bin\x00SLURM_CONF=/opt/slurm/etc/slurm.conf\x00"),
+    # -f beats SLURM_CONF
+    ("/usr/sbin/slurmd\x00-f/opt/slurm/etc/slurm.conf\x00",
+     "SLURM_CONF=/etc/slurm/slurm.conf\x00"),
+])
+def test_live_reads_the_running_slurmds_conf(make_root, cmdline, environ) -> None:
+    root = make_root({**SLURM, "/etc/slurm/slurm.conf": STALE,
+                      "/opt/slurm/etc/slurm.conf": REAL, "/proc/1/comm": "systemd\n",
+                      "/proc/4242/comm": "slurmd\n", "/proc/4242/cmdline": cmdline,
+                      "/proc/4242/environ": environ, "/proc/self/comm": "x\n"})
+    r = _nofile(root, live=True)
+    assert r.data["slurm_conf"] == "/opt/slurm/etc/slurm.conf", r.data
+    assert "running slurmd" in r.data["slurm_conf_reason"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("argv,env,want", [
+    (["-f", "{d}/flag.conf"], {"SLURM_CONF": "{d}/env.conf"}, "{d}/flag.conf"),
+    ([], {"SLURM_CONF": "{d}/env.conf"}, "{d}/env.conf"),
+    (["-f{d}/flag.conf"], {}, "{d}/flag.conf"),
+])
+def test_conf_order_matches_real_slurmd(tmp_path, argv, env, want) -> None:
+    """The real slurmd names the file it tries to read when it is missing: the same one
+    :func:`aiaudit.slurmd.flag_value` / ``SLURM_CONF`` choose."""
+    import os
+    import shutil
+    import subprocess
+
+    from aiaudit import slurmd
+
+    exe = shutil.which("slurmd") or "/usr/sbin/slurmd"
+    if not os.access(exe, os.X_OK):
+        if os.environ.get("CI") == "true":
+            pytest.fail("slurmd is not installed")
+        pytest.skip("slurmd is not installed")
+    d = str(tmp_path)  # the files do not exist: slurmd reports the path and retries
+    argv = [a.format(d=d) for a in argv]
+    env = {k: v.format(d=d) for k, v in env.items()}
+    proc = subprocess.Popen([exe, "-D", *argv], env={"PATH": "/usr/bin:/bin", **env},
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        line = proc.stdout.readline()
+    finally:
+        proc.kill()
+        proc.wait()
+    assert "cannot stat file" in line, line
+    real = line.split("cannot stat file ", 1)[1].split(":", 1)[0]
+    ours = slurmd.flag_value(argv) or env.get("SLURM_CONF")
+    assert real == ours == want.format(d=d)

@@ -302,9 +302,13 @@ def test_offline_kernel_default_decides(make_root) -> None:
     assert r.status is Status.PASS
 
 
+SYSTEMD_ROOT = {"/usr/lib/systemd/systemd": ""}
+"""Files that make a fixture root one where systemd is the init system."""
+
+
 def test_offline_procps_difference_is_noted(make_root) -> None:
     root = make_root({"/etc/sysctl.conf": "vm.swappiness = 80\n",
-                      "/etc/sysctl.d/10-x.conf": "vm.swappiness = 5\n"})
+                      "/etc/sysctl.d/10-x.conf": "vm.swappiness = 5\n", **SYSTEMD_ROOT})
     r = _one(run_check("kernel.sysctl", root, SWAP))
     assert r.status is Status.PASS  # systemd-sysctl decides at boot: no link, no sysctl.conf
     assert "sysctl --system" in r.message and "etc/sysctl.conf:1" in r.message
@@ -435,3 +439,187 @@ def test_live_scan_of_this_machine_reads_proc_sys() -> None:
                                                         Aspect.DRIFT)
     dec = sp.systemd_decide(load_config(Host("/")).entries, "vm/swappiness")
     assert r.data.get("persisted", {}).get("value") == dec.value
+
+
+# ------------------------------------------------------------------ the boot applier
+def test_root_without_systemd_is_decided_by_procps(make_root) -> None:
+    """No systemd on the root: procps' init script runs `sysctl --system`, which reads
+    /etc/sysctl.conf last (no 99-sysctl.conf link needed); the fix must edit that file."""
+    files = {"/etc/sysctl.conf": "vm.swappiness = 80\n",
+             "/etc/sysctl.d/10-x.conf": "vm.swappiness = 5\n", "/etc/init.d/procps": ""}
+    r = _one(run_check("kernel.sysctl", make_root(files), SWAP))
+    assert (r.status, r.actual) == (Status.FAIL, "80"), r.message
+    assert "etc/sysctl.conf:1" in r.message and "no systemd on this root" in r.message
+    assert "Note:" not in r.message
+    assert r.data["applier"]["program"] == "procps"
+    assert r.remediation.summary.startswith("Change etc/sysctl.conf:1")
+    # the same files with systemd as init: systemd-sysctl never reads sysctl.conf
+    r = _one(run_check("kernel.sysctl", make_root(
+        {**files, "/lib/systemd/systemd": ""}, links={"/sbin/init": "/lib/systemd/systemd"}),
+        SWAP))
+    assert (r.status, r.actual) == (Status.PASS, "5"), r.message
+
+
+def test_sbin_init_decides_applier(make_root) -> None:
+    from aiaudit import sysctl_boot
+
+    sysv = make_root({"/sbin/init": "", "/usr/lib/systemd/systemd": ""})
+    assert sysctl_boot.applier(Host(str(sysv), live=False)).name == "procps"
+    sd = make_root({"/lib/systemd/systemd": ""}, links={"/sbin/init": "/lib/systemd/systemd"})
+    assert sysctl_boot.applier(Host(str(sd), live=False)).name == "systemd-sysctl"
+
+
+def test_procps_empty_value_is_noted(make_root) -> None:
+    """procps sets an empty value, systemd sets nothing: the note must still say so."""
+    root = make_root({"/etc/sysctl.conf": "vm.swappiness =\n", **SYSTEMD_ROOT},
+                     dirs=("/etc/sysctl.d",))
+    r = _one(run_check("kernel.sysctl", root, SWAP))
+    assert "would leave '' (from etc/sysctl.conf:1)" in r.message, r.message
+    assert r.data["procps"] == {"value": "", "source": "etc/sysctl.conf:1"}
+
+
+UFW = {"/etc/ufw/ufw.conf": "ENABLED=yes\n",
+       "/etc/default/ufw": "IPT_SYSCTL=/etc/ufw/sysctl.conf\n",
+       "/etc/ufw/sysctl.conf": "#net/ipv4/ip_forward=1\nvm/swappiness=30\n",
+       "/etc/systemd/system/multi-user.target.wants/ufw.service": "",
+       "/etc/sysctl.d/10-x.conf": "vm.swappiness = 5\n", **SYSTEMD_ROOT}
+
+
+def test_enabled_ufw_reapplies_its_sysctl_file(make_root) -> None:
+    r = _one(run_check("kernel.sysctl", make_root(UFW), SWAP))
+    assert (r.status, r.actual) == (Status.FAIL, "30"), r.message
+    assert "etc/ufw/sysctl.conf:2 when ufw starts" in r.message
+    assert "etc/ufw/sysctl.conf:2" in [e.source for e in r.evidence]
+    assert r.remediation.summary.startswith("Change etc/ufw/sysctl.conf:2")
+    # ENABLED=no: ufw-init exits before loading anything
+    r = _one(run_check("kernel.sysctl", make_root({**UFW, "/etc/ufw/ufw.conf": "ENABLED=no\n"}),
+                       SWAP))
+    assert (r.status, r.actual) == (Status.PASS, "5"), r.message
+    # not enabled in systemd: nothing starts ufw-init
+    files = {k: v for k, v in UFW.items() if "wants" not in k}
+    r = _one(run_check("kernel.sysctl", make_root(files), SWAP))
+    assert (r.status, r.actual) == (Status.PASS, "5"), r.message
+
+
+def test_ufw_sysctl_p_matches_real_procps(tmp_path: Path) -> None:
+    """ufw-init runs `sysctl -e -q -p $IPT_SYSCTL`: the value procps_decide gives for the
+    file is what the real sysctl writes (fake /proc/sys in a private mount namespace)."""
+    reason = so.available()
+    if reason:
+        if os.environ.get("CI") == "true":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    import subprocess
+
+    text = ("vm/swappiness=30\nvm.dirty_ratio = 7\n-vm.dirty_background_ratio = 3\n"
+            "net.ipv4.conf.*.rp_filter = 2\nnet.ipv4.conf.eth0.rp_filter = 0\n"
+            "vm.swappiness = 31\n")
+    conf = tmp_path / "sysctl.conf"
+    conf.write_text(text)
+    proc = tmp_path / "proc"
+    for key in so.KEYS:
+        (proc / key).parent.mkdir(parents=True, exist_ok=True)
+        (proc / key).write_bytes(so.UNSET + b"\n")
+    subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c",
+                    f"mount --bind {proc} /proc/sys && sysctl -e -q -p {conf}"],
+                   check=False, capture_output=True, timeout=60)
+    entries = sp.parse_procps(text, str(conf))
+    for key in so.KEYS:
+        first = (proc / key).read_bytes().split(b"\n", 1)[0]
+        real = None if first == so.UNSET else first.decode()
+        assert sp.procps_decide(entries, key).value == real, key
+
+
+# ------------------------------------------------------------------ kernel build config
+NUMA = {"key": "kernel.numa_balancing", "op": "eq", "value": 0, "kernel_default": 1}
+
+
+@pytest.mark.parametrize("line,status,default", [
+    ("# CONFIG_NUMA_BALANCING_DEFAULT_ENABLED is not set", Status.PASS, "0"),
+    ("CONFIG_NUMA_BALANCING_DEFAULT_ENABLED=y", Status.FAIL, "1"),
+])
+def test_numa_balancing_default_from_boot_config(make_root, line, status, default) -> None:
+    root = make_root({"/boot/config-6.1.0-28-amd64": f"CONFIG_NUMA_BALANCING=y\n{line}\n",
+                      **SYSTEMD_ROOT}, dirs=("/etc/sysctl.d",))
+    r = _one(run_check("kernel.sysctl", root, NUMA))
+    assert r.status is status, r.message
+    assert f"kernel default {default}" in r.message
+    assert r.evidence[0].source == "boot/config-6.1.0-28-amd64:2"
+
+
+def test_numa_balancing_cmdline_beats_config(make_root) -> None:
+    root = make_root({"/boot/config-6.1.0-28-amd64": "CONFIG_NUMA_BALANCING_DEFAULT_ENABLED=y\n",
+                      "/etc/kernel/cmdline": "root=/dev/sda1 numa_balancing=disable\n",
+                      **SYSTEMD_ROOT}, dirs=("/etc/sysctl.d",))
+    r = _one(run_check("kernel.sysctl", root, NUMA))
+    assert r.status is Status.PASS and "numa_balancing=disable" in r.message, r.message
+
+
+def test_numa_balancing_live_single_node_and_config_gz(make_root) -> None:
+    """Live: /proc/config.gz is the running kernel's config; with the default enabled the
+    kernel still leaves balancing off on a machine with one NUMA node."""
+    import gzip
+
+    cfg = gzip.compress(b"CONFIG_NUMA_BALANCING=y\nCONFIG_NUMA_BALANCING_DEFAULT_ENABLED=y\n")
+    base = {"/proc/sys/kernel/numa_balancing": "0\n", "/proc/config.gz": cfg, **SYSTEMD_ROOT}
+    r = _one(run_check("kernel.sysctl", make_root(
+        {**base, "/sys/devices/system/node/online": "0\n"}, dirs=("/etc/sysctl.d",)),
+        NUMA, live=True))
+    assert r.status is Status.PASS and "only 1 NUMA node" in r.message, r.message
+    r = _one(run_check("kernel.sysctl", make_root(
+        {**base, "/sys/devices/system/node/online": "0-1\n"}, dirs=("/etc/sysctl.d",)),
+        NUMA, live=True))
+    assert (r.status, r.aspect) == (Status.FAIL, Aspect.DRIFT), r.message
+    assert "proc/config.gz:2" in r.message
+
+
+def test_dmesg_restrict_default_from_config(make_root) -> None:
+    rule = {"key": "kernel.dmesg_restrict", "op": "eq", "value": 1}
+    root = make_root({"/boot/config-6.1.0-28-amd64": "CONFIG_SECURITY_DMESG_RESTRICT=y\n",
+                      **SYSTEMD_ROOT}, dirs=("/etc/sysctl.d",))
+    r = _one(run_check("kernel.sysctl", root, rule))
+    assert r.status is Status.PASS and "CONFIG_SECURITY_DMESG_RESTRICT=y" in r.message
+
+
+def test_numa_balancing_on_this_kernel() -> None:
+    """The running kernel: what its own config says is what the check takes as default."""
+    if not os.path.exists("/proc/config.gz") or not os.path.exists(
+            "/proc/sys/kernel/numa_balancing"):
+        pytest.skip("kernel without /proc/config.gz or NUMA balancing")
+    import gzip
+
+    text = gzip.decompress(open("/proc/config.gz", "rb").read()).decode()
+    from aiaudit import sysctl_boot
+
+    kd = sysctl_boot.kernel_default(Host("/", live=True), "kernel/numa_balancing")
+    assert kd is not None
+    if "CONFIG_NUMA_BALANCING_DEFAULT_ENABLED=y" not in text:
+        assert kd.value == "0"
+
+
+def test_offline_config_of_the_kernel_grub_will_boot(make_root) -> None:
+    """Two kernels in /boot: the config of the one grub.cfg starts decides, not the newest."""
+    grub = ("menuentry 'Debian' {\n\tlinux /boot/vmlinuz-6.1.0-28-amd64 root=/dev/sda1 ro\n}\n"
+            "menuentry 'Debian, 6.12' {\n\tlinux /boot/vmlinuz-6.12.9-amd64 root=/dev/sda1\n}\n")
+    root = make_root({
+        "/boot/grub/grub.cfg": grub,
+        "/boot/config-6.1.0-28-amd64": "# CONFIG_NUMA_BALANCING_DEFAULT_ENABLED is not set\n",
+        "/boot/config-6.12.9-amd64": "CONFIG_NUMA_BALANCING_DEFAULT_ENABLED=y\n",
+        **SYSTEMD_ROOT}, dirs=("/etc/sysctl.d",))
+    r = _one(run_check("kernel.sysctl", root, NUMA))
+    assert r.status is Status.PASS, r.message
+    assert r.evidence[0].source == "boot/config-6.1.0-28-amd64:1"
+
+
+def test_procps_init_script_runs_sysctl_system() -> None:
+    """What the procps applier models: Debian's /etc/init.d/procps runs `sysctl --system`
+    (whose order the oracle tests above check against the real program)."""
+    script = Path("/etc/init.d/procps")
+    if not script.is_file():
+        if os.environ.get("CI") == "true":
+            pytest.fail("procps' init script is missing")
+        pytest.skip("procps' init script is not installed")
+    lines = [ln.split("#", 1)[0] for ln in script.read_text().splitlines()]
+    assert any("$DAEMON" in ln and "--system" in ln for ln in lines)
+    assert any(ln.strip().startswith("DAEMON=") and ln.strip().endswith("sysctl")
+               for ln in lines)

@@ -50,14 +50,50 @@ def test_systemd_unit_is_sandboxed(tmp_path: Path) -> None:
     assert float(m.group(1)) <= 3.0, proc.stdout
     unit = (EXAMPLES / "systemd" / "aiaudit.service").read_text()
     for line in ("ProtectSystem=strict", "NoNewPrivileges=yes", "ProtectKernelTunables=yes",
-                 "RestrictAddressFamilies=AF_UNIX AF_NETLINK", "IPAddressDeny=any"):
+                 "RestrictAddressFamilies=AF_UNIX AF_NETLINK AF_INET AF_INET6",
+                 "IPAddressDeny=any"):
         assert f"\n{line}\n" in unit
     # PrivateNetwork would move the scan into an empty network namespace, where the
     # per-namespace net.* sysctls, listeners and firewall are not the host's
     assert "\nPrivateNetwork=yes" not in unit
     caps = re.search(r"^CapabilityBoundingSet=(.*)$", unit, re.M)
     assert caps and set(caps.group(1).split()) <= {
-        "CAP_DAC_READ_SEARCH", "CAP_SYS_PTRACE", "CAP_NET_ADMIN"}
+        "CAP_DAC_READ_SEARCH", "CAP_SYS_PTRACE", "CAP_NET_ADMIN", "CAP_NET_RAW"}
+
+
+def test_unit_capabilities_let_iptables_legacy_read_its_tables() -> None:
+    """iptables-legacy under exactly the unit's capability bounding set reads the filter
+    table; without CAP_NET_RAW it fails as reported ("Permission denied (you must be
+    root)"), so the unit's set is what the firewall reader needs."""
+    import os
+    import shutil
+
+    exe = shutil.which("iptables-legacy") or "/usr/sbin/iptables-legacy"
+    why = None if os.geteuid() == 0 else "needs root"
+    if why is None and not os.access(exe, os.X_OK):
+        why = "iptables (iptables-legacy) is not installed"
+    if why is None and shutil.which("setpriv") is None:
+        why = "setpriv (util-linux) is not installed"
+    if why:
+        if os.environ.get("CI") == "true":
+            pytest.fail(why)
+        pytest.skip(why)
+    unit = (EXAMPLES / "systemd" / "aiaudit.service").read_text()
+    m = re.search(r"^CapabilityBoundingSet=(.*)$", unit, re.M)
+    assert m
+    caps = [c.lower().removeprefix("cap_") for c in m.group(1).split()]
+
+    def run(keep: list[str]) -> subprocess.CompletedProcess:
+        bounding = "-all," + ",".join(f"+{c}" for c in keep)
+        return subprocess.run(["setpriv", f"--bounding-set={bounding}", "--", exe, "-t",
+                               "filter", "-S"], capture_output=True, text=True, timeout=30)
+
+    ok = run(caps)
+    if "Permission denied" not in ok.stderr and ok.returncode != 0:
+        pytest.skip(f"iptables-legacy cannot run here: {ok.stderr.strip()}")
+    assert ok.returncode == 0 and "-P INPUT" in ok.stdout, ok.stderr
+    bad = run([c for c in caps if c != "net_raw"])
+    assert bad.returncode != 0 and "Permission denied (you must be root)" in bad.stderr
 
 
 def _exec_start() -> list[str]:
@@ -99,6 +135,8 @@ def test_github_actions_example() -> None:
     assert "qemu-nbd --read-only" in runs
     assert re.search(r"aiaudit\" scan --root \"\$MNT\"", runs)
     assert "--output sarif:aiaudit.sarif --output junit:aiaudit.xml" in runs
+    # the image's training user, never sudo's caller (the runner)
+    assert '--user "$TRAINING_USER"' in runs and wf["jobs"]["audit"]["env"]["TRAINING_USER"]
     upload = next(s for s in steps if s.get("uses", "").startswith(
         "github/codeql-action/upload-sarif@"))
     assert upload["with"]["sarif_file"] == "aiaudit.sarif" and upload["if"] == "always()"
@@ -156,3 +194,19 @@ def test_examples_use_only_known_options() -> None:
     assert sorted(used) == [0, 1, 2, 3], used      # every example runs a scan
     flat = set().union(*used.values())
     assert flat <= known, flat - known
+
+
+def test_sudo_user_is_not_the_training_user_of_another_root(make_root) -> None:
+    """`sudo aiaudit scan --root IMAGE` in CI: $SUDO_USER (the runner) is a user of the CI
+    machine, not of the image; scanning / it still counts."""
+    import json
+
+    root = make_root({"/etc/passwd": "root:x:0:0::/root:/bin/sh\n"
+                                     "runner:x:1001:1001::/home/runner:/bin/sh\n"})
+    args = ("scan", "--only", "TRAINING-USER-NOT-ROOT", "--format", "json")
+    r = cli(*args, "--root", str(root), env={"SUDO_USER": "runner"})
+    (res,) = json.loads(r.out)["results"]
+    assert res["status"] == "skip" and "runner" not in res["message"], res
+    r = cli(*args, "--root", str(root), "--user", "runner", env={"SUDO_USER": "x"})
+    (res,) = json.loads(r.out)["results"]
+    assert res["status"] == "pass" and "runner" in res["message"], res
