@@ -157,9 +157,14 @@ def _fix_lines(results: list[Result]) -> list[str]:
                     block += ["    " + human_safe(ln) for ln in split[2].split("\n")]
             elif s.kind == "enable":
                 block.append(f"  enables at boot: {human_safe(s.content)}")
-            else:
+            elif s.kind == "mask":
+                block.append(f"  masks: {human_safe(s.content)}")
+            elif s.kind == "edit":
+                block.append(f"  edits {human_safe(s.path or '')} in place: "
+                             f"{human_safe(s.content)}")
+            else:  # command, apply: what a person would type
                 block.append("  runs now:")
-                block += ["    " + human_safe(ln) for ln in s.content.split("\n")]
+                block += ["    " + human_safe(ln) for ln in s.shell().split("\n")]
         if rem.manual:
             block.append(f"  by hand: {human_safe(rem.manual)}")
         if "\n".join(block) not in "\n".join(lines):

@@ -32,7 +32,7 @@ def test_explain_is_case_insensitive_and_readable() -> None:
 def test_explain_shows_a_heredoc_fix_as_the_file_it_writes() -> None:
     out = cli("explain", "FW-DEFAULT-DENY-INPUT").out
     assert "writes /etc/nftables.conf:" in out and "policy drop;" in out
-    assert "then runs:\n      nft -c -f /etc/nftables.conf" in out
+    assert "runs now:\n      nft -c -f /etc/nftables.conf && nft -f /etc/nftables.conf" in out
     assert "<<'EOF'" not in out
 
 

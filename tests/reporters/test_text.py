@@ -359,7 +359,9 @@ def test_golden_fixture_root_is_the_one_in_the_tree() -> None:
     assert not Path(BAD_HOST, "etc", "nftables.conf").exists()
 
 
-def test_cli_header_says_the_user_came_from_sudo_and_json_keeps_it(tmp_path: Path) -> None:
+def test_cli_header_says_where_the_user_came_from_and_json_keeps_it(tmp_path: Path) -> None:
+    """The header names the training user's source (``$SUDO_USER`` counts only for the
+    real ``/``: scanning another root, sudo's caller is no user of that root)."""
     import json
 
     import jsonschema
@@ -368,18 +370,21 @@ def test_cli_header_says_the_user_came_from_sudo_and_json_keeps_it(tmp_path: Pat
     from aiaudit.serialize import run_from_dict
     from tests.helpers import cli
 
-    env = {"SUDO_USER": "train", "SLURM_JOB_USER": ""}
+    sudo_only = cli("scan", "--root", str(BAD_HOST), "--offline",
+                    env={"SUDO_USER": "runner", "SLURM_JOB_USER": ""})
+    assert "training user runner" not in sudo_only.out
+    env = {"SUDO_USER": "runner", "SLURM_JOB_USER": "train"}
     r = cli("scan", "--root", str(BAD_HOST), "--offline", env=env)
     assert r.code == 1, r.err
     header = r.out.splitlines()[1]
-    assert header.endswith("; training user train (from $SUDO_USER)")
+    assert header.endswith("; training user train (from $SLURM_JOB_USER)")
     assert "no training user is known" not in r.out
     doc = json.loads(cli("scan", "--root", str(BAD_HOST), "--offline", "--format", "json",
                          env=env).out)
     jsonschema.validate(doc, schema("report.schema.json"))
-    assert doc["training_user"] == {"name": "train", "source": "$SUDO_USER"}
+    assert doc["training_user"] == {"name": "train", "source": "$SLURM_JOB_USER"}
     run = run_from_dict(doc)
-    assert (run.training_user, run.training_user_source) == ("train", "$SUDO_USER")
+    assert (run.training_user, run.training_user_source) == ("train", "$SLURM_JOB_USER")
 
 
 def test_changes_run_keeps_whole_scan_counts_through_json(tmp_path: Path) -> None:
