@@ -32,7 +32,7 @@ from typing import Any, Iterator, Mapping, Sequence
 
 from aiaudit.api import CheckContext, CheckSpec
 from aiaudit.errors import AuditError, HostError, ParseError
-from aiaudit.model import Remediation, Result, Status
+from aiaudit.model import Remediation, Result, Snippet, Status
 from aiaudit.records import record
 
 KINDS = ("any_of", "all_of")
@@ -130,7 +130,7 @@ def _combine(kind: str, parts: Sequence[Part], ctx: CheckContext) -> Result:
             rem = replace(r0, summary=f"Make one part hold, e.g. {p.name}: {r0.summary}")
         elif fixes:
             rem = Remediation(" ".join(f"{p.name}: {r.summary}" for p, r in fixes),
-                              tuple(s for _, r in fixes for s in r.snippets),
+                              merge_snippets([s for _, r in fixes for s in r.snippets]),
                               "; ".join(r.manual for _, r in fixes if r.manual))
     data = {
         "kind": kind,
@@ -144,6 +144,31 @@ def _combine(kind: str, parts: Sequence[Part], ctx: CheckContext) -> Result:
     actual = ", ".join(f"{p.name} {st.value}" for p, st, _ in outcomes)
     return Result(status, word, f"{word} {len(parts)}: {head} ({detail})", expected=expected,
                   actual=actual, evidence=evidence, remediation=rem, data=data)
+
+
+def merge_snippets(snippets: Sequence[Snippet]) -> tuple[Snippet, ...]:
+    """The snippets of several fixes as one fix: file snippets for the same path become one
+    file (contents in order, a repeated line once), files first in their first order, then
+    each distinct command or unit once (``sshd -t && systemctl reload ssh`` once, after the
+    drop-in holds every line)."""
+    files: dict[str, Snippet] = {}
+    rest: list[Snippet] = []
+    for s in snippets:
+        if s.kind == "file" and s.path is not None:
+            prev = files.get(s.path)
+            if prev is None:
+                files[s.path] = s
+                continue
+            lines = prev.content.splitlines(keepends=True)
+            add = [ln for ln in s.content.splitlines(keepends=True) if ln not in lines]
+            if lines and not lines[-1].endswith("\n"):
+                lines[-1] += "\n"
+            files[s.path] = replace(prev, content="".join(lines + add),
+                                    description="; ".join(dict.fromkeys(
+                                        d for d in (prev.description, s.description) if d)))
+        elif all((s.kind, s.content) != (r.kind, r.content) for r in rest):
+            rest.append(s)
+    return (*files.values(), *rest)
 
 
 def composite_check(kind: str, parts: Sequence[Part]) -> CheckSpec:

@@ -42,20 +42,22 @@ _SPLIT = re.compile(r"[,\s]+")
 _NUMBER = {"type": ["integer", "number"]}
 
 
-def schema_properties(value: Mapping[str, Any] | None = None, *,
-                      fields: bool = True) -> dict[str, Any]:
+def schema_properties(value: Mapping[str, Any] | None = None, *, fields: bool = True,
+                      bound: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """JSON-Schema ``properties`` of the predicate params; ``value`` is the schema of one
-    expected value (default: integer, number or string)."""
+    expected value (default: integer, number or string), ``bound`` that of ``min`` /
+    ``max`` (default: a number; sshd also takes a time such as ``5m``)."""
     one = dict(value) if value is not None else {"type": ["integer", "number", "string"]}
+    num = dict(bound) if bound is not None else _NUMBER
     elem = {"type": ["integer", "string"]}
     elems = {"type": "array", "items": elem, "minItems": 1}
     props: dict[str, Any] = {
         "op": {"enum": list(OPS), "description": "comparison of the whole value with 'value'"},
         "value": {"oneOf": [one, {"type": "array", "items": one, "minItems": 1}],
                   "description": "expected value (a list for in / not_in)"},
-        "min": {**_NUMBER, "description": "least acceptable number (inclusive unless "
+        "min": {**num, "description": "least acceptable number (inclusive unless "
                 "min_exclusive)"},
-        "max": {**_NUMBER, "description": "greatest acceptable number (inclusive unless "
+        "max": {**num, "description": "greatest acceptable number (inclusive unless "
                 "max_exclusive)"},
         "min_exclusive": {"type": "boolean", "description": "the value must be > min"},
         "max_exclusive": {"type": "boolean", "description": "the value must be < max"},
@@ -68,7 +70,7 @@ def schema_properties(value: Mapping[str, Any] | None = None, *,
     }
     if fields:
         item = {"type": "object", "additionalProperties": False,
-                "properties": schema_properties(value, fields=False),
+                "properties": schema_properties(value, fields=False, bound=bound),
                 **constraint_rules(fields=False)}
         props["fields"] = {"type": "array", "minItems": 1,
                            "items": {"oneOf": [{"type": "null"}, item]},
@@ -144,11 +146,18 @@ class Predicate:
         if p.get("fields") is not None:
             fields = tuple(None if f is None else cls.from_params(f, normalise)
                            for f in p["fields"])
+        def bound(k: str) -> int | float | None:
+            if p.get(k) is None:
+                return None
+            v = _num(n(p[k]))
+            if v is None:
+                raise ValueError(f"{k}: {p[k]!r} is not a number")
+            return v
+
         value = p.get("value")
         return cls(
             op=p.get("op"), value=None if value is None else n(value),
-            min=None if p.get("min") is None else _num(n(p["min"])),
-            max=None if p.get("max") is None else _num(n(p["max"])),
+            min=bound("min"), max=bound("max"),
             min_exclusive=bool(p.get("min_exclusive", False)),
             max_exclusive=bool(p.get("max_exclusive", False)),
             subset_of=elems("subset_of"), contains=elems("contains"),

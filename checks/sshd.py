@@ -52,7 +52,7 @@ OPTION_SCHEMA: dict[str, Any] = {
                     "description": "sshd_config keyword (any case; aliases allowed)"},
         # op/value, min/max, set and per-field expectations (aiaudit.predicates); values,
         # bounds and elements as sshd accepts them (yes/no, times such as 5m)
-        **predicates.schema_properties(_VALUE),
+        **predicates.schema_properties(_VALUE, bound=_VALUE),
         "fix": {"type": ["integer", "string"],
                 "description": "value the remediation proposes (default: derived from op)"},
         "match_blocks": {"type": "boolean", "default": True,
@@ -298,7 +298,11 @@ def run_option(ctx: CheckContext) -> Iterator[Result]:
         return
     cfg = loaded.config
     note = version_note(ctx.host)
-    pred = Predicate.from_params(p, lambda v: normalise_param(kw, v))
+    try:
+        pred = Predicate.from_params(p, lambda v: normalise_param(kw, v))
+    except ValueError as exc:  # a bound that is not a number (nor a time)
+        yield Result(Status.ERROR, name, f"{name}: {exc}")
+        return
     want_txt = pred.text()
 
     def ok(s: sp.Setting) -> bool:

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import subprocess
+from pathlib import Path
+
 import jsonschema
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from aiaudit.model import Status
+from aiaudit.parsers import sshd as sp
 from aiaudit.predicates import Predicate, constraint_rules, elements, schema_properties
+from checks.sshd import OPTION_SCHEMA, normalise_param
+from tests.helpers import run_check
+from tests.parsers.sshd_corpus import SSHD, require_sshd
 
 SCHEMA = {"type": "object", "additionalProperties": False,
           "properties": schema_properties(), **constraint_rules()}
@@ -131,3 +139,110 @@ def test_suggest() -> None:
 def test_schema_refuses(bad) -> None:
     with pytest.raises(jsonschema.ValidationError):
         VALIDATOR.validate(bad)
+
+
+# ------------------------------------------------------------------ on the checks
+
+SSHD_CASES = [
+    # (sshd_config text, params, expected status)
+    ("MaxAuthTries 4\n", {"keyword": "MaxAuthTries", "min": 0, "min_exclusive": True,
+                          "max": 4}, "pass"),
+    ("MaxAuthTries 0\n", {"keyword": "MaxAuthTries", "min": 0, "min_exclusive": True,
+                          "max": 4}, "fail"),
+    ("", {"keyword": "MaxAuthTries", "min": 0, "min_exclusive": True, "max": 4}, "fail"),
+    ("ClientAliveInterval 5m\n", {"keyword": "ClientAliveInterval", "min": 0,
+                                  "min_exclusive": True, "max": "5m"}, "pass"),
+    ("ClientAliveInterval 301\n", {"keyword": "ClientAliveInterval", "min": 0,
+                                   "min_exclusive": True, "max": 300}, "fail"),
+    ("AllowGroups admins ops\nAllowGroups admins\n",
+     {"keyword": "AllowGroups", "set_equals": ["ops", "admins"]}, "pass"),
+    ("AllowGroups admins\nAllowGroups ops dev\n",
+     {"keyword": "AllowGroups", "set_equals": ["ops", "admins"]}, "fail"),
+    ("AllowGroups admins\nAllowGroups ops\n", {"keyword": "AllowGroups",
+                                               "contains": ["ops"]}, "pass"),
+    ("Ciphers aes256-gcm@openssh.com,aes256-ctr\n",
+     {"keyword": "Ciphers", "subset_of": ["aes256-gcm@openssh.com", "aes256-ctr",
+                                          "chacha20-poly1305@openssh.com"]}, "pass"),
+    ("Ciphers aes256-ctr,aes128-cbc\n",
+     {"keyword": "Ciphers", "subset_of": ["aes256-gcm@openssh.com", "aes256-ctr"]}, "fail"),
+    ("MACs hmac-sha2-512,hmac-md5\n", {"keyword": "MACs", "excludes": ["hmac-md5"]}, "fail"),
+    ("MaxStartups 10:30:60\n", {"keyword": "MaxStartups", "field_separator": ":",
+                                "fields": [{"max": 10}, {"min": 30}, {"max": 60}]}, "pass"),
+    ("MaxStartups 10:30:100\n", {"keyword": "MaxStartups", "field_separator": ":",
+                                 "fields": [{"max": 10}, {"min": 30}, {"max": 60}]}, "fail"),
+]
+
+
+@pytest.mark.parametrize("text,params,want", SSHD_CASES)
+def test_sshd_option_predicates(make_root, text: str, params, want: str) -> None:
+    jsonschema.Draft202012Validator(OPTION_SCHEMA).validate(params)
+    root = make_root({"/etc/ssh/sshd_config": text})
+    [r] = run_check("ssh.sshd_option", root, params)
+    assert r.status.value == want, r.message
+    if want == "fail":
+        assert r.remediation is not None
+
+
+def test_sshd_set_fix_keeps_allowed_elements(make_root) -> None:
+    root = make_root({"/etc/ssh/sshd_config": "Include /etc/ssh/sshd_config.d/*.conf\n"
+                      "Ciphers aes256-ctr,aes128-cbc\n"})
+    [r] = run_check("ssh.sshd_option", root, {"keyword": "Ciphers",
+                                              "subset_of": ["aes256-ctr", "aes256-gcm"]})
+    assert r.status is Status.FAIL and "aes128-cbc not allowed" not in r.expected
+    snip = next(s for s in r.remediation.snippets if s.kind == "file")
+    assert snip.content == "Ciphers aes256-ctr\n"
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("text,params,want", SSHD_CASES)
+def test_sshd_option_predicates_against_sshd_T(tmp_path: Path, text: str, params,
+                                               want: str) -> None:
+    """The value the real ``sshd -T`` prints, judged by the rule's predicate, gives the
+    same verdict as the check (accumulated lists as sshd accumulates them)."""
+    require_sshd()
+    key = tmp_path / "hk"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)],
+                   check=True, capture_output=True)
+    conf = tmp_path / "sshd_config"
+    conf.write_text(text)
+    p = subprocess.run([SSHD, "-T", "-f", str(conf), "-h", str(key)], capture_output=True,
+                       text=True, timeout=20)
+    assert p.returncode == 0, p.stderr
+    kw = params["keyword"].lower()
+    vals = [ln.partition(" ")[2] for ln in p.stdout.splitlines()
+            if ln.partition(" ")[0] == kw]
+    pred = Predicate.from_params(params, lambda v: normalise_param(
+        sp.KEYWORDS[kw], v))
+    # sshd -T prints one line per accumulated entry
+    assert pred.ok(" ".join(vals)) is (want == "pass"), vals
+
+
+SYSCTL = "/etc/sysctl.d/60-x.conf"
+
+
+@pytest.mark.parametrize("conf,params,want", [
+    ("kernel.perf_event_paranoid = 2\n", {"key": "kernel.perf_event_paranoid", "min": 2},
+     "pass"),
+    ("kernel.perf_event_paranoid = 1\n", {"key": "kernel.perf_event_paranoid", "min": 2},
+     "fail"),
+    ("kernel.yama.ptrace_scope = 3\n", {"key": "kernel.yama.ptrace_scope", "min": 1,
+                                        "max": 3}, "pass"),
+    ("vm.swappiness = 10\n", {"key": "vm.swappiness", "min": 0, "max": 10,
+                              "max_exclusive": True}, "fail"),
+    ("net.ipv4.tcp_rmem = 4096 131072 67108864\n",
+     {"key": "net.ipv4.tcp_rmem", "fields": [{"min": 4096}, None, {"min": 67108864}]}, "pass"),
+    ("net.ipv4.tcp_rmem = 4096 131072 6291456\n",
+     {"key": "net.ipv4.tcp_rmem", "fields": [{"min": 4096}, None, {"min": 67108864}]}, "fail"),
+])
+def test_sysctl_predicates(make_root, conf: str, params, want: str) -> None:
+    root = make_root({SYSCTL: conf})
+    [r] = run_check("kernel.sysctl", root, params)
+    assert r.status.value == want, r.message
+
+
+def test_sysctl_range_fix_proposes_the_bound(make_root) -> None:
+    root = make_root({SYSCTL: "kernel.perf_event_paranoid = 1\n"})
+    [r] = run_check("kernel.sysctl", root, {"key": "kernel.perf_event_paranoid", "min": 2,
+                                            "max": 3})
+    assert r.expected == ">= 2 and <= 3"
+    assert r.remediation.snippets[0].content == "kernel.perf_event_paranoid = 3\n"
