@@ -54,14 +54,14 @@ class Part:
 
 
 def part_name(raw: Mapping[str, Any], i: int) -> str:
-    """The label of a part: its ``name``, else its check and the first param value
-    (``ssh.sshd_option AllowUsers``), else ``part N``."""
+    """The label of a part: its ``name``, else its first param's value (a sysctl key, an
+    sshd keyword), else its check, else ``any of #N``."""
     if raw.get("name"):
         return str(raw["name"])
     if raw.get("check"):
         params = raw.get("params") or {}
         first = next((v for v in params.values() if isinstance(v, (str, int))), None)
-        return f"{raw['check']} {first}" if first is not None else str(raw["check"])
+        return str(first) if first is not None else str(raw["check"])
     kind = next((k for k in KINDS if k in raw), "part")
     return f"{kind.replace('_', ' ')} #{i + 1}"
 
@@ -140,7 +140,11 @@ def _combine(kind: str, parts: Sequence[Part], ctx: CheckContext) -> Result:
                                 "message": r.message} for r in rs]}
                   for p, st, rs in outcomes],
     }
-    expected = f"{word}: " + ", ".join(p.name for p in parts)
+    def wants(p: Part, rs: list[Result]) -> str:
+        exp = next((r.expected for r in rs if r.expected), None)
+        return p.name if exp is None or exp.startswith(p.name) else f"{p.name} {exp}"
+
+    expected = f"{word}: " + "; ".join(wants(p, rs) for p, _, rs in outcomes)
     actual = ", ".join(f"{p.name} {st.value}" for p, st, _ in outcomes)
     return Result(status, word, f"{word} {len(parts)}: {head} ({detail})", expected=expected,
                   actual=actual, evidence=evidence, remediation=rem, data=data)
