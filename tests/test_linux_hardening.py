@@ -103,11 +103,11 @@ def test_undone_root_names_the_overriding_files(rs, tmp_path: Path) -> None:
     kptr = res["SYSCTL-KERNEL-KPTR-RESTRICT"]
     assert kptr.status is Status.FAIL and "70-vendor.conf" in kptr.message
     send = res["SYSCTL-NET-SEND-REDIRECTS-OFF"]
-    # the glob sets default to 1; the later '-all' line drops the earlier explicit 0 too
-    # (systemd-sysctl then writes nothing: the kernel default 1 stays; see the oracle test)
+    # the explicit default = 0 beats the later glob; the later '-all' line drops the
+    # earlier explicit 0 (systemd-sysctl writes nothing, the kernel default 1 stays: the
+    # oracle test below confirms both)
     assert send.status is Status.FAIL
-    assert send.data["decided_by"] == ["net.ipv4.conf.all.send_redirects",
-                                       "net.ipv4.conf.default.send_redirects"]
+    assert send.data["decided_by"] == ["net.ipv4.conf.all.send_redirects"]
     assert res["SYSCTL-NET-RP-FILTER"].status is Status.FAIL  # 3 is out of 1..2
     fifos = res["SYSCTL-FS-PROTECTED-FIFOS"]  # 99-protect-links.conf sorts after 60-
     assert fifos.status is Status.FAIL and "99-protect-links.conf:1" in fifos.message
