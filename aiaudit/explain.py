@@ -128,6 +128,11 @@ def expected_text(rule: Rule, results: Iterable[Result] = ()) -> str:
     p = rule.params
     if rule.check.id == "kernel.sysctl" and "key" in p and _has_predicate(p):
         return human_safe(f"{p['key']} {_predicate_text(p)}")
+    if rule.check.id == "limits.configured" and {"item", "type"} <= set(p) and \
+            _has_predicate(p):
+        who = "every user" if p.get("users", "*") == "*" else ", ".join(p["users"])
+        want = _predicate_text(p).replace("inf", "unlimited")
+        return human_safe(f"{p['type']} {p['item']} {want} for {who}")
     if rule.check.id == "limits.effective" and {"item", "type", "min"} <= set(p):
         least = "unlimited" if p["min"] == "unlimited" else f">= {_value(p['min'])}"
         return f"{p['type']} {p['item']} {least} for the training user"

@@ -23,6 +23,7 @@ BUILTIN_CHECKS: dict[str, str] = {
     "gpu.forward_compat": "aiaudit.checks.gpu",
     "gpu.persistence": "aiaudit.checks.gpu",
     "kernel.sysctl": "aiaudit.checks.sysctl",
+    "limits.configured": "aiaudit.checks.limits_conf",
     "limits.effective": "aiaudit.checks.limits",
     "limits.pam_stack": "aiaudit.checks.limits",
     "memory.shm": "aiaudit.checks.memory",

@@ -49,12 +49,18 @@ net.ipv4.conf.all.rp_filter = 2
 net.ipv4.conf.all.log_martians = 1
 """
 LINKS = "/usr/lib/sysctl.d/99-protect-links.conf"
+USERS = {"/etc/passwd": "root:x:0:0::/root:/bin/bash\nalice:x:1000:1000::/home/a:/bin/sh\n",
+         "/etc/group": "root:x:0:\nalice:x:1000:\n", "/etc/os-release": "ID=debian\n",
+         "/etc/security/limits.conf": "# empty, as Debian ships it\n"}
+CORE_OFF = {"/etc/security/limits.d/50-core.conf": "* hard core 0\n"}
 CASES: dict[str, dict[str, str]] = {
     # named to sort after procps's 99-protect-links.conf, or its fifos = 1 wins
-    "hardened": {LINKS: DEBIAN_LINKS, "/etc/sysctl.d/99-zz-hardening.conf": HARDENED},
-    "debian": {LINKS: DEBIAN_LINKS},
+    "hardened": {**USERS, **CORE_OFF, LINKS: DEBIAN_LINKS,
+                 "/etc/sysctl.d/99-zz-hardening.conf": HARDENED},
+    "debian": {**USERS, LINKS: DEBIAN_LINKS},
     # a later file and a glob undo parts of the hardening
-    "undone": {LINKS: DEBIAN_LINKS, "/etc/sysctl.d/60-hardening.conf": HARDENED,
+    "undone": {**USERS, **CORE_OFF, LINKS: DEBIAN_LINKS,
+               "/etc/sysctl.d/60-hardening.conf": HARDENED,
                "/etc/sysctl.d/70-vendor.conf": "kernel.kptr_restrict = 1\n"
                "net.ipv4.conf.*.send_redirects = 1\nkernel.perf_event_paranoid = 1\n"
                "-net.ipv4.conf.all.send_redirects\nnet.ipv4.conf.all.rp_filter = 3\n",
@@ -92,7 +98,9 @@ def test_stock_debian_root_fails_the_right_rules(rs, tmp_path: Path) -> None:
         "SYSCTL-FS-PROTECTED-FIFOS", "SYSCTL-KERNEL-KPTR-RESTRICT",
         "SYSCTL-KERNEL-DMESG-RESTRICT", "SYSCTL-KERNEL-UNPRIVILEGED-BPF-DISABLED",
         "SYSCTL-NET-ICMP-REDIRECTS-REFUSED", "SYSCTL-NET-SEND-REDIRECTS-OFF",
-        "SYSCTL-NET-SOURCE-ROUTE-REFUSED", "SYSCTL-NET-RP-FILTER", "SYSCTL-NET-LOG-MARTIANS"}
+        "SYSCTL-NET-SOURCE-ROUTE-REFUSED", "SYSCTL-NET-RP-FILTER", "SYSCTL-NET-LOG-MARTIANS",
+        "LIMITS-CORE-DUMPS-OFF"}
+    assert "alice not set" in res["LIMITS-CORE-DUMPS-OFF"].message
     src = res["SYSCTL-NET-SOURCE-ROUTE-REFUSED"]
     # only the IPv4 default (kernel default 1) decides; the others hold by default
     assert src.data["decided_by"] == ["net.ipv4.conf.default.accept_source_route"]
@@ -157,5 +165,5 @@ def test_verdicts_agree_with_systemd_sysctl(rs, tmp_path: Path,
             ok = v is not None and Predicate.from_params(p).ok(v)
             want[rid] = want.get(rid, True) and ok
         res = _scan(rs, cdir / "root")
-        got = {rid: res[rid].status is Status.PASS for rid in want}
+        got = {rid: res[rid].status is Status.PASS for rid in want}  # sysctl rules only
         assert got == want, (name, wrote)
