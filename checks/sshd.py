@@ -283,11 +283,12 @@ def run_option(ctx: CheckContext) -> Iterator[Result]:
     """Compare one keyword's effective value (global and per Match block)."""
     p = ctx.params
     kw = sp.KEYWORDS.get(str(p["keyword"]).lower())
-    if kw is None or kw.cls == sp.SPECIAL:
+    deprecated = kw is not None and kw.vtype == "ignore"  # Protocol, UseLogin...
+    if kw is None or (kw.cls == sp.SPECIAL and not deprecated):
         yield Result(Status.ERROR, str(p["keyword"]),
                      f"{p['keyword']!r} is not an sshd_config keyword this check can evaluate")
         return
-    name = sp.OPTIONS[kw.opt].name
+    name = kw.name if deprecated else sp.OPTIONS[kw.opt].name
     loaded = load_config(ctx.host)
     if loaded.skip:
         yield Result(Status.SKIP, name, loaded.skip)
@@ -302,6 +303,11 @@ def run_option(ctx: CheckContext) -> Iterator[Result]:
         pred = Predicate.from_params(p, lambda v: normalise_param(kw, v))
     except ValueError as exc:  # a bound that is not a number (nor a time)
         yield Result(Status.ERROR, name, f"{name}: {exc}")
+        return
+    if deprecated:  # judged on what sshd does (checks/_sshd_deprecated.py)
+        from aiaudit.checks import _sshd_deprecated
+
+        yield from _sshd_deprecated.results(cfg, kw, pred, note, RELOAD)
         return
     want_txt = pred.text()
 

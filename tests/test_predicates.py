@@ -7,13 +7,13 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from aiaudit.checks.sshd import OPTION_SCHEMA, normalise_param
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aiaudit.model import Status
 from aiaudit.parsers import sshd as sp
 from aiaudit.predicates import Predicate, constraint_rules, elements, schema_properties
-from checks.sshd import OPTION_SCHEMA, normalise_param
 from tests.helpers import run_check
 from tests.parsers.sshd_corpus import SSHD, require_sshd
 

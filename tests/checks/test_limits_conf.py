@@ -13,9 +13,9 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from aiaudit.checks.limits_conf import SCHEMA
 
 from aiaudit.model import Status
-from checks.limits_conf import SCHEMA
 from tests.checks.test_limits_oracle import _cap_sys_resource
 from tests.helpers import run_check
 
