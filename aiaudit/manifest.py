@@ -15,6 +15,7 @@ BUILTIN_CHECKS: dict[str, str] = {
     "cpu.cstates": "aiaudit.checks.cstates",
     "cpu.epp": "aiaudit.checks.cpu",
     "cpu.governor": "aiaudit.checks.cpu",
+    "files.fact": "aiaudit.checks.files",
     "firewall.allowed_ports": "aiaudit.checks.firewall",
     "firewall.default_deny": "aiaudit.checks.firewall",
     "gpu.count": "aiaudit.checks.gpu",
