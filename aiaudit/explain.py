@@ -135,6 +135,8 @@ def expected_text(rule: Rule, results: Iterable[Result] = ()) -> str:
         return human_safe(f"{p['type']} {p['item']} {want} for {who}")
     if rule.check.id == "limits.effective" and {"item", "type", "min"} <= set(p):
         least = "unlimited" if p["min"] == "unlimited" else f">= {_value(p['min'])}"
+        if p.get("max") not in (None, "unlimited"):
+            least += f" and <= {_value(p['max'])}"
         return f"{p['type']} {p['item']} {least} for the training user"
     seen: list[str] = []
     for r in results:

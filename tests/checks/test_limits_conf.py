@@ -171,3 +171,19 @@ def test_values_match_real_pam_limits(make_root) -> None:
         if not ok or real.get("open") != 0:
             diffs.append(f"{conf!r} {user} {item}: ours {ours}, real {real}")
     assert not diffs, "\n".join(diffs)
+
+
+# ------------------------------------------------------------------ limits.effective max
+def test_effective_min_and_max(make_root) -> None:
+    """limits.effective takes a max beside its min (a range of one training user)."""
+    from aiaudit.checks.limits import EFFECTIVE_SCHEMA
+    from tests.checks.test_limits import DEBIAN
+
+    rt = make_root({**DEBIAN, "/etc/security/limits.d/90-train.conf":
+                    "alice - nofile 1048576\n"})
+    params = {"item": "nofile", "type": "hard", "min": 65536, "max": 524288}
+    jsonschema.Draft202012Validator(EFFECTIVE_SCHEMA).validate(params)
+    [r] = run_check("limits.effective", rt, params, user="alice")
+    assert r.status is Status.FAIL and r.expected == ">= 65536 and <= 524288"
+    [ok] = run_check("limits.effective", rt, {**params, "max": "unlimited"}, user="alice")
+    assert ok.status is Status.PASS
