@@ -177,6 +177,7 @@ def test_values_match_real_pam_limits(make_root) -> None:
 def test_effective_min_and_max(make_root) -> None:
     """limits.effective takes a max beside its min (a range of one training user)."""
     from aiaudit.checks.limits import EFFECTIVE_SCHEMA
+
     from tests.checks.test_limits import DEBIAN
 
     rt = make_root({**DEBIAN, "/etc/security/limits.d/90-train.conf":
