@@ -81,7 +81,7 @@ def schema_problems(instance: Any, schema_doc: Mapping[str, Any], doc: Located,
     import jsonschema  # slow import: only when a ruleset really needs validating
 
     cls = jsonschema.validators.validator_for(schema_doc)
-    validator = cls(schema_doc)
+    validator = cls(schema_doc, format_checker=_format_checker())
     out = []
     errors = sorted(validator.iter_errors(instance), key=lambda e: list(map(str, e.absolute_path)))
     for err in errors:
@@ -92,8 +92,30 @@ def schema_problems(instance: Any, schema_doc: Mapping[str, Any], doc: Located,
     return out
 
 
+@cache
+def _format_checker() -> Any:
+    """Formats of aiaudit's own: ``aiaudit-line-pattern`` (a pattern the linear-time
+    matcher of :mod:`aiaudit.linematch` accepts), so ``aiaudit validate`` reports a refused
+    pattern with file and position, not only the scan."""
+    import jsonschema
+
+    from aiaudit.linematch import PatternError, compile_pattern
+
+    checker = jsonschema.FormatChecker(formats=())
+
+    @checker.checks("aiaudit-line-pattern", raises=PatternError)
+    def _pattern(value: object) -> bool:
+        if isinstance(value, str):
+            compile_pattern(value)
+        return True
+
+    return checker
+
+
 def _short(err: Any) -> str:
     """A readable jsonschema message (without dumping a whole sub-document)."""
+    if err.validator == "format" and err.cause is not None:
+        return f"{str(err.instance)[:80]!r}: {err.cause}"
     if err.validator == "additionalProperties":
         return err.message.replace("Additional properties are not allowed", "unknown key(s)")
     if err.validator in ("type", "enum", "pattern", "required", "minLength", "minimum",

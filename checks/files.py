@@ -35,7 +35,8 @@ _NAMES = {"type": "array", "minItems": 1,
           "items": {"oneOf": [{"type": "string", "minLength": 1, "pattern": "^[^\\s:]+$"},
                               {"type": "integer", "minimum": 0}]}}
 _PATTERNS = {"type": "array", "minItems": 1,
-             "items": {"type": "string", "minLength": 1, "maxLength": MAX_PATTERN}}
+             "items": {"type": "string", "minLength": 1, "maxLength": MAX_PATTERN,
+                       "format": "aiaudit-line-pattern"}}
 
 SCHEMA: dict[str, Any] = {
     "type": "object",

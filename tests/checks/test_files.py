@@ -131,3 +131,16 @@ def test_ignore_case() -> None:
     assert not compile_pattern("storage=NONE").search("Storage=none")
     with pytest.raises(PatternError):
         compile_pattern("x" * 600)
+
+
+def test_validate_positions_a_refused_pattern(tmp_path: Path) -> None:
+    from tests.helpers import cli
+
+    f = tmp_path / "r.yaml"
+    f.write_text("ruleset: t\nversion: 1\nrules:\n  - id: F-ONE\n    check: files.fact\n"
+                 "    severity: low\n    title: Ensure x\n    params:\n      path: /etc/x\n"
+                 '      contains: ["ok", "(a)\\\\1"]\n')
+    res = cli("validate", str(f))
+    assert res.code == 2
+    assert f"{f}:10:24: rules/0/params/contains/1:" in res.err
+    assert "backreferences are not supported" in res.err
