@@ -110,8 +110,9 @@ def _combine(kind: str, parts: Sequence[Part], ctx: CheckContext) -> Result:
         f"{len(names)} of {len(parts)} parts hold ({', '.join(names)})",
         (Status.PASS, "all_of"): f"all {len(parts)} parts hold",
         (Status.FAIL, "any_of"): f"none of {len(parts)} parts holds",
-        (Status.FAIL, "all_of"): f"{', '.join(names)} "
-        f"{'fails' if len(names) == 1 else 'fail'}",
+        (Status.FAIL, "all_of"): (f"{len(names)} of {len(parts)} parts fail"
+                                  if len(names) > 2 else f"{', '.join(names)} "
+                                  f"{'fails' if len(names) == 1 else 'fail'}"),
         (Status.ERROR, "any_of"): f"no part holds and {', '.join(names)} could not be "
         "evaluated",
         (Status.ERROR, "all_of"): f"no part fails but {', '.join(names)} could not be "
