@@ -1,8 +1,11 @@
-"""Value comparisons shared by param-driven checks (equal, at most, at least, one of...)."""
+"""Value comparisons shared by param-driven checks (equal, at most, at least, one of...).
+
+The primitives: :mod:`aiaudit.predicates` builds every rule expectation (ranges, sets,
+per-field comparisons) on :func:`holds` and :func:`describe`."""
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any
 
 OPS = ("eq", "ne", "lt", "le", "gt", "ge", "in", "not_in")
 OP_TEXT = {"eq": "=", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "in": "one of",
@@ -55,22 +58,3 @@ def describe(op: str, expected: Any) -> str:
     if isinstance(expected, (list, tuple)):
         expected = ", ".join(str(e) for e in expected)
     return f"{OP_TEXT.get(op, op)} {expected}"
-
-
-def fields_hold(actual: str, fields: Sequence[dict[str, Any] | None]) -> list[int]:
-    """Indexes of the fields of a multi-value ``actual`` (whitespace separated) that
-    do not satisfy their expectation (``None`` = any value).  A missing field fails."""
-    parts = actual.split()
-    bad = []  # a non-numeric field under an ordering raises ValueError (see holds)
-    for i, spec in enumerate(fields):
-        if spec is None:
-            continue
-        if i >= len(parts) or not holds(parts[i], spec["op"], spec["value"]):
-            bad.append(i)
-    return bad
-
-
-def describe_fields(fields: Sequence[dict[str, Any] | None]) -> str:
-    """Human form of per-field expectations (``[>= 4096] [any] [>= 16777216]``)."""
-    return " ".join("[any]" if f is None else f"[{describe(f['op'], f['value'])}]"
-                    for f in fields)

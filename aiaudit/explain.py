@@ -89,6 +89,23 @@ def _value(v: Any) -> str:
     return str(v)
 
 
+def _has_predicate(p: Mapping[str, Any]) -> bool:
+    from aiaudit.predicates import CONSTRAINT_KEYS
+
+    return any(k in p for k in CONSTRAINT_KEYS)
+
+
+def _predicate_text(p: Mapping[str, Any]) -> str:
+    """An expectation's params (:mod:`aiaudit.predicates`) as a person writes them:
+    ``> 0 and <= 4``, ``[>= 4096] [any] [>= 67108864]``, ``only of a, b``."""
+    from aiaudit.predicates import Predicate
+
+    try:
+        return Predicate.from_params(p).text()
+    except (TypeError, ValueError, AttributeError):  # params not validated (shipped)
+        return _value(dict(p))
+
+
 def params_text(params: Mapping[str, Any]) -> list[str]:
     """The params as ``name: value`` lines, without JSON punctuation."""
     lines = []
@@ -96,9 +113,12 @@ def params_text(params: Mapping[str, Any]) -> list[str]:
         if k == "op" and isinstance(v, str):
             v = f"{v} ({SYSCTL_OPS.get(v, v)})"
         elif k == "fields" and isinstance(v, list):
-            v = " ".join("[any]" if fv is None else
-                         f"[{SYSCTL_OPS.get(fv.get('op'), fv.get('op'))} {_value(fv.get('value'))}]"
-                         for fv in v)
+            v = " ".join("[any]" if fv is None else f"[{_predicate_text(fv)}]" for fv in v)
+        elif k in ("min_exclusive", "max_exclusive") and isinstance(v, bool):
+            v = "yes (the bound itself fails)" if v else "no (the bound itself passes)"
+        elif k in ("parts",) and isinstance(v, list):
+            v = "; ".join(str(part.get("name") or part.get("check", "?")) for part in v
+                          if isinstance(part, Mapping))
         lines.append(f"{k.replace('_', ' ')}: {human_safe(_value(v))}")
     return lines
 
@@ -106,17 +126,17 @@ def params_text(params: Mapping[str, Any]) -> list[str]:
 def expected_text(rule: Rule, results: Iterable[Result] = ()) -> str:
     """What the rule expects, as a person writes it: ``vm.swappiness <= 10``."""
     p = rule.params
-    if rule.check.id == "kernel.sysctl" and "key" in p:
-        if "op" in p:
-            op = SYSCTL_OPS.get(p["op"], p["op"])
-            return f"{p['key']} {op} {_value(p.get('value'))}"
-        if "fields" in p:
-            return f"{p['key']} " + " ".join(
-                "[any]" if fv is None else
-                f"[{SYSCTL_OPS.get(fv.get('op'), fv.get('op'))} {_value(fv.get('value'))}]"
-                for fv in p["fields"])
+    if rule.check.id == "kernel.sysctl" and "key" in p and _has_predicate(p):
+        return human_safe(f"{p['key']} {_predicate_text(p)}")
+    if rule.check.id == "limits.configured" and {"item", "type"} <= set(p) and \
+            _has_predicate(p):
+        who = "every user" if p.get("users", "*") == "*" else ", ".join(p["users"])
+        want = _predicate_text(p).replace("inf", "unlimited")
+        return human_safe(f"{p['type']} {p['item']} {want} for {who}")
     if rule.check.id == "limits.effective" and {"item", "type", "min"} <= set(p):
         least = "unlimited" if p["min"] == "unlimited" else f">= {_value(p['min'])}"
+        if p.get("max") not in (None, "unlimited"):
+            least += f" and <= {_value(p['max'])}"
         return f"{p['type']} {p['item']} {least} for the training user"
     seen: list[str] = []
     for r in results:

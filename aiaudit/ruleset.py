@@ -14,7 +14,7 @@ from dataclasses import field
 from functools import cache
 from typing import Any, Mapping, Sequence
 
-from aiaudit import resources
+from aiaudit import composite, resources
 from aiaudit.api import CheckSpec
 from aiaudit.errors import RulesetError, UsageError
 from aiaudit.inputs import read_input
@@ -81,7 +81,7 @@ def schema_problems(instance: Any, schema_doc: Mapping[str, Any], doc: Located,
     import jsonschema  # slow import: only when a ruleset really needs validating
 
     cls = jsonschema.validators.validator_for(schema_doc)
-    validator = cls(schema_doc)
+    validator = cls(schema_doc, format_checker=_format_checker())
     out = []
     errors = sorted(validator.iter_errors(instance), key=lambda e: list(map(str, e.absolute_path)))
     for err in errors:
@@ -92,8 +92,30 @@ def schema_problems(instance: Any, schema_doc: Mapping[str, Any], doc: Located,
     return out
 
 
+@cache
+def _format_checker() -> Any:
+    """Formats of aiaudit's own: ``aiaudit-line-pattern`` (a pattern the linear-time
+    matcher of :mod:`aiaudit.linematch` accepts), so ``aiaudit validate`` reports a refused
+    pattern with file and position, not only the scan."""
+    import jsonschema
+
+    from aiaudit.linematch import PatternError, compile_pattern
+
+    checker = jsonschema.FormatChecker(formats=())
+
+    @checker.checks("aiaudit-line-pattern", raises=PatternError)
+    def _pattern(value: object) -> bool:
+        if isinstance(value, str):
+            compile_pattern(value)
+        return True
+
+    return checker
+
+
 def _short(err: Any) -> str:
     """A readable jsonschema message (without dumping a whole sub-document)."""
+    if err.validator == "format" and err.cause is not None:
+        return f"{str(err.instance)[:80]!r}: {err.cause}"
     if err.validator == "additionalProperties":
         return err.message.replace("Additional properties are not allowed", "unknown key(s)")
     if err.validator in ("type", "enum", "pattern", "required", "minLength", "minimum",
@@ -240,12 +262,27 @@ def _merge_and_bind(chain: list[_Raw], registry: Registry, validate: bool | None
                 params_where[rid] = (raw.doc, ["overrides", rid, "params"])
     top = chain[-1].doc.data
     bound: list[Rule] = []
+    trusted = all(r.trusted for r in chain)
     for rid, rule in rules.items():
         if rule.get("enabled") is False:
             disabled.append(rid)
             continue
         doc, path = where[rid]
-        check = registry.checks.get(rule["check"])
+        kind = next((k for k in composite.KINDS if k in rule), None)
+        if kind is not None:  # any_of / all_of: bind every part (aiaudit.composite)
+            def validate_part(params: Any, sch: Any, at: list[str | int], doc: Located = doc,
+                              rid: str = rid, trusted: bool = trusted) -> list[str]:
+                if validate is True or (validate is None and not trusted):
+                    return [f"{p} (rule {rid})" for p in schema_problems(params, sch, doc, at)]
+                return []
+
+            parts, probs = composite.bind(kind, rule[kind], registry.checks, doc.where,
+                                          [*path, kind], validate_part)
+            problems += probs
+            rule = {**rule, "check": f"rules.{kind}"}
+            check = composite.composite_check(kind, parts)
+        else:
+            check = registry.checks.get(rule["check"])
         if check is None:
             known = ", ".join(sorted(registry.checks))
             problems.append(f"{doc.where([*path, 'check'])}: rule {rid}: unknown check "
@@ -253,8 +290,10 @@ def _merge_and_bind(chain: list[_Raw], registry: Registry, validate: bool | None
             continue
         params = dict(rule.get("params") or {})
         pdoc, ppath = params_where[rid]
-        trusted = all(r.trusted for r in chain)
-        if validate is True or (validate is None and not trusted):
+        if kind is not None and params:
+            problems.append(f"{pdoc.where(ppath)}: rule {rid}: a composite rule has no "
+                            f"params (give each part of {kind} its own)")
+        elif validate is True or (validate is None and not trusted):
             problems += [f"{p} (rule {rid})" for p in
                          schema_problems(params, check.params_schema, pdoc, ppath)]
         info = RuleInfo(

@@ -749,6 +749,8 @@ EFFECTIVE_SCHEMA: dict[str, Any] = {
         "type": {"enum": ["soft", "hard"]},
         "min": {**MIN_SCHEMA, "description": "least acceptable value (count for nofile, KiB for "
                 "memlock as in limits.conf, or 'unlimited')"},
+        "max": {**MIN_SCHEMA, "description": "greatest acceptable value (same units; "
+                "'unlimited' allows any)"},
         "services": _SERVICES,
     },
 }
@@ -798,6 +800,9 @@ def run_effective(ctx: CheckContext) -> Iterator[Result]:
     idx = 0 if side == "soft" else 1
     want, want_txt = want_value(item, p)
     exp = f">= {lp.fmt(want, item)}" if want != lp.RLIM_INFINITY else "unlimited"
+    most = None if p.get("max") is None else want_value(item, {"min": p["max"]})[0]
+    if most is not None and most != lp.RLIM_INFINITY:
+        exp += f" and <= {lp.fmt(most, item)}"
     user, acc, early = training_user(ctx)
     if early is not None:
         yield early
@@ -845,7 +850,7 @@ def run_effective(ctx: CheckContext) -> Iterator[Result]:
             lost_txt = " Ignored: " + "; ".join(f"{ln.where} '{ln.raw}' ({why})"
                                                 for ln, why in lost) + "."
             ev = (*ev, *(Evidence.file(ln.file, ln.line, ln.raw) for ln, _ in lost))
-        if value >= want:
+        if value >= want and (most is None or value <= most):
             yield Result(Status.PASS, subject, f"{head}{where}.{lost_txt} {eff.message}",
                          expected=exp, actual=actual, aspect=Aspect.CONFIG, evidence=ev,
                          data=data)

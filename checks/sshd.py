@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterator
 
-from aiaudit import edits
+from aiaudit import edits, predicates
 from aiaudit.api import (
     Aspect,
     CheckContext,
@@ -26,12 +26,12 @@ from aiaudit.api import (
     Status,
     hookimpl,
 )
-from aiaudit.compare import OPS, describe, holds
 from aiaudit.errors import ParseError
 from aiaudit.host import Host
 from aiaudit.packages import dpkg_version
 from aiaudit.parsers import dpkg
 from aiaudit.parsers import sshd as sp
+from aiaudit.predicates import Predicate
 from aiaudit.records import record
 
 DROPIN = "/etc/ssh/sshd_config.d/00-aiaudit.conf"
@@ -48,18 +48,19 @@ _VALUE = {"type": ["integer", "string"]}
 OPTION_SCHEMA: dict[str, Any] = {
     "type": "object",
     "additionalProperties": False,
-    "required": ["keyword", "op", "value"],
+    "required": ["keyword"],
     "properties": {
         "keyword": {"type": "string", "minLength": 1, "pattern": "^[A-Za-z0-9]+$",
                     "description": "sshd_config keyword (any case; aliases allowed)"},
-        "op": {"enum": list(OPS)},
-        "value": {"oneOf": [_VALUE, {"type": "array", "items": _VALUE, "minItems": 1}],
-                  "description": "expected value(s); yes/no and times as sshd accepts them"},
+        # op/value, min/max, set and per-field expectations (aiaudit.predicates); values,
+        # bounds and elements as sshd accepts them (yes/no, times such as 5m)
+        **predicates.schema_properties(_VALUE, bound=_VALUE),
         "fix": {"type": ["integer", "string"],
                 "description": "value the remediation proposes (default: derived from op)"},
         "match_blocks": {"type": "boolean", "default": True,
                          "description": "also report each Match block that sets the keyword"},
     },
+    **predicates.constraint_rules(),
 }
 
 KBD_SCHEMA: dict[str, Any] = {
@@ -357,11 +358,12 @@ def run_option(ctx: CheckContext) -> Iterator[Result]:
     """Compare one keyword's effective value (global and per Match block)."""
     p = ctx.params
     kw = sp.KEYWORDS.get(str(p["keyword"]).lower())
-    if kw is None or kw.cls == sp.SPECIAL:
+    deprecated = kw is not None and kw.vtype == "ignore"  # Protocol, UseLogin...
+    if kw is None or (kw.cls == sp.SPECIAL and not deprecated):
         yield Result(Status.ERROR, str(p["keyword"]),
                      f"{p['keyword']!r} is not an sshd_config keyword this check can evaluate")
         return
-    name = sp.OPTIONS[kw.opt].name
+    name = kw.name if deprecated else sp.OPTIONS[kw.opt].name
     loaded = load_config(ctx.host)
     if loaded.skip:
         yield Result(Status.SKIP, name, loaded.skip)
@@ -372,14 +374,27 @@ def run_option(ctx: CheckContext) -> Iterator[Result]:
         return
     cfg = loaded.config
     note = version_note(ctx.host)
-    op = str(p["op"])
-    want = normalise_param(kw, p["value"])
-    want_txt = describe(op, want)
+    try:
+        pred = Predicate.from_params(p, lambda v: normalise_param(kw, v))
+    except ValueError as exc:  # a bound that is not a number (nor a time)
+        yield Result(Status.ERROR, name, f"{name}: {exc}")
+        return
+    if deprecated:  # judged on what sshd does (checks/_sshd_deprecated.py)
+        from aiaudit.checks import _sshd_deprecated
+
+        yield from _sshd_deprecated.results(cfg, kw, pred, note, RELOAD)
+        return
+    want_txt = pred.text()
 
     def ok(s: sp.Setting) -> bool:
-        return s.value is not None and holds(s.value, op, want)
+        try:
+            return s.value is not None and pred.ok(s.value)
+        except ValueError:  # not a number under a range: cannot hold
+            return False
 
-    fix_value = str(p["fix"]) if "fix" in p else suggest(op, want)
+    fix_value = str(p["fix"]) if "fix" in p else pred.suggest(
+        cfg.value(name).value if pred.fields is not None or
+         any(k in p for k in predicates.SET_KEYS) else None)
     try:
         results = list(evaluate(passes(ctx.host, cfg), name,
                                 bool(p.get("match_blocks", True))))

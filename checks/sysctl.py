@@ -18,7 +18,7 @@ import posixpath
 from dataclasses import field, replace
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
-from aiaudit import sysctl_boot
+from aiaudit import predicates, sysctl_boot
 from aiaudit.api import (
     Aspect,
     CheckContext,
@@ -30,26 +30,17 @@ from aiaudit.api import (
     Status,
     hookimpl,
 )
-from aiaudit.compare import OPS, describe, describe_fields, fields_hold, holds
 from aiaudit.errors import HostError, NotFound, NotRegularFile, ParseError, SymlinkLoop
 from aiaudit.host import Host
 from aiaudit.packages import dpkg_version
 from aiaudit.parsers import dpkg
 from aiaudit.parsers import sysctl as sp
+from aiaudit.predicates import Predicate
 from aiaudit.records import record
 
 DROPIN = "/etc/sysctl.d/99-zz-aiaudit.conf"
 """Remediation drop-in: in /etc (beats same-named vendor files) and sorting after
 Debian's ``99-sysctl.conf`` link, so its lines are the last assignment at boot."""
-
-_VALUE = {"type": ["integer", "number", "string"]}
-_FIELD = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["op", "value"],
-    "properties": {"op": {"enum": [o for o in OPS if o not in ("in", "not_in")]},
-                   "value": _VALUE},
-}
 
 PARAMS_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -58,13 +49,8 @@ PARAMS_SCHEMA: dict[str, Any] = {
     "properties": {
         "key": {"type": "string", "minLength": 1, "pattern": "^[^*?\\[\\]\\s=]+$",
                 "description": "sysctl key, dotted or slash form"},
-        "op": {"enum": list(OPS), "description": "comparison of the whole value"},
-        "value": {"oneOf": [_VALUE, {"type": "array", "items": _VALUE, "minItems": 1}]},
-        "fields": {
-            "type": "array", "minItems": 1,
-            "items": {"oneOf": [{"type": "null"}, _FIELD]},
-            "description": "per-field comparison of a multi-value key (null = any)",
-        },
+        # op/value, min/max, set and per-field expectations (aiaudit.predicates)
+        **predicates.schema_properties(),
         "kernel_default": {"type": ["integer", "string"],
                            "description": "value at boot when no file sets the key"},
         "missing": {"enum": ["skip", "fail", "pass"], "default": "skip",
@@ -72,11 +58,7 @@ PARAMS_SCHEMA: dict[str, Any] = {
         "persist": {"type": "boolean", "default": True,
                     "description": "also require the persisted (boot) value to satisfy"},
     },
-    "oneOf": [
-        {"required": ["op", "value"], "not": {"required": ["fields"]}},
-        {"required": ["fields"], "not": {"anyOf": [{"required": ["op"]},
-                                                   {"required": ["value"]}]}},
-    ],
+    **predicates.constraint_rules(),
 }
 
 
@@ -347,63 +329,27 @@ def _tuned_reapplies(host: Host) -> bool:
 # ------------------------------------------------------------------ expectations
 @record
 class Expectation:
-    """What a rule wants of the value."""
+    """What a rule wants of the value (a :class:`~aiaudit.predicates.Predicate`)."""
 
-    op: str | None
-    value: Any
-    fields: tuple[Mapping[str, Any] | None, ...] | None
+    pred: Predicate
 
     @classmethod
     def from_params(cls, p: Mapping[str, Any]) -> Expectation:
-        """Build from rule params (``op``+``value`` or ``fields``)."""
-        fields = p.get("fields")
-        return cls(p.get("op"), p.get("value"), tuple(fields) if fields else None)
+        """Build from rule params (see :mod:`aiaudit.predicates`)."""
+        return cls(Predicate.from_params(p))
 
     def ok(self, value: str) -> bool:
         """True if ``value`` satisfies the expectation."""
-        if self.fields is not None:
-            return not fields_hold(value, self.fields)  # type: ignore[arg-type]
-        assert self.op is not None
-        return holds(sp.normalize_value(value), self.op, self.value)
+        return self.pred.ok(sp.normalize_value(value))
 
     def text(self) -> str:
         """Human form."""
-        if self.fields is not None:
-            return describe_fields(self.fields)  # type: ignore[arg-type]
-        return describe(str(self.op), self.value)
+        return self.pred.text()
 
     def suggest(self, current: str | None) -> str | None:
         """A value that satisfies the expectation, changing as little of ``current`` as
         possible; ``None`` if no single value can be proposed."""
-        if self.fields is not None:
-            parts = current.split() if current else []
-            out = []
-            for i, spec in enumerate(self.fields):
-                have = parts[i] if i < len(parts) else None
-                if spec is None:
-                    if have is None:
-                        return None
-                    out.append(have)
-                elif have is not None and holds(have, spec["op"], spec["value"]):
-                    out.append(have)
-                else:
-                    v = _bound(spec["op"], spec["value"])
-                    if v is None:
-                        return None
-                    out.append(v)
-            return " ".join(out)
-        if self.op == "in":
-            vals = self.value if isinstance(self.value, list) else [self.value]
-            return str(vals[0])
-        return _bound(str(self.op), self.value)
-
-
-def _bound(op: str, value: Any) -> str | None:
-    if op in ("eq", "le", "ge"):
-        return str(value)
-    if op in ("lt", "gt") and isinstance(value, int):
-        return str(value - 1 if op == "lt" else value + 1)
-    return None
+        return self.pred.suggest(current)
 
 
 # ------------------------------------------------------------------ the check

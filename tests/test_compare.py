@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from aiaudit.compare import OPS, describe, describe_fields, fields_hold, holds
+from aiaudit.compare import OPS, describe, holds
 
 
 @pytest.mark.parametrize("actual,op,expected,ok", [
@@ -62,13 +62,20 @@ def test_ordering_against_a_non_number_raises(actual, expected) -> None:
 
 
 def test_fields_hold() -> None:
-    spec = [{"op": "ge", "value": 4096}, None, {"op": "ge", "value": 67108864}]
-    assert fields_hold("4096 87380 67108864", spec) == []
-    assert fields_hold("4096\t87380\t6291456", spec) == [2]
-    assert fields_hold("1024", spec) == [0, 2]  # missing fields fail
+    """Per-field comparison moved to aiaudit.predicates (fields of any shape)."""
+    from aiaudit.predicates import Predicate
+
+    p = Predicate.from_params({"fields": [{"op": "ge", "value": 4096}, None,
+                                          {"op": "ge", "value": 67108864}]})
+    assert p.failures("4096 87380 67108864") == []
+    assert p.failures("4096\t87380\t6291456") == ["field 3 (6291456) is not >= 67108864"]
+    assert p.failures("1024") == ["field 1 (1024) is not >= 4096", "field 3 missing"]
 
 
 def test_describe() -> None:
     assert describe("le", 10) == "<= 10"
     assert describe("in", ["none", "mq-deadline"]) == "one of none, mq-deadline"
-    assert describe_fields([{"op": "ge", "value": 1}, None]) == "[>= 1] [any]"
+    from aiaudit.predicates import Predicate
+
+    assert Predicate.from_params({"fields": [{"op": "ge", "value": 1}, None]}).text() == \
+        "[>= 1] [any]"

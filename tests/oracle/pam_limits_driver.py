@@ -10,8 +10,9 @@ relative to /etc/security; ``null`` = absent; ``{"link": target}`` = symlink), `
 ``group`` (file contents), ``user``, ``args`` (pam_limits module arguments), or instead
 ``pamd`` (``{name: text}`` for /etc/pam.d) and ``service`` (the service to open), ``pid1`` and
 ``child`` (``{"nofile": [soft, hard], "memlock": [soft, hard]}``, -1 = unlimited): the limits
-of PID 1 and of the process that opens the session.  Each result: ``open`` (the return code
-of pam_open_session) and the NOFILE and MEMLOCK limits of the session process after it.
+of PID 1 and of the process that opens the session; ``items`` (default nofile and memlock;
+also core, nproc) the limits to report.  Each result: ``open`` (the return code of
+pam_open_session) and those limits of the session process after it.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ import sys
 import tempfile
 
 SERVICE = "aiaudit-oracle"
-RES = {"nofile": resource.RLIMIT_NOFILE, "memlock": resource.RLIMIT_MEMLOCK}
+RES = {"nofile": resource.RLIMIT_NOFILE, "memlock": resource.RLIMIT_MEMLOCK,
+       "core": resource.RLIMIT_CORE, "nproc": resource.RLIMIT_NPROC}
 
 
 def _lim(v: int) -> int:
@@ -68,8 +70,8 @@ def _session(libpam, case: dict) -> dict:
         return {"start": rc}
     rc = libpam.pam_open_session(pamh, 0)
     out = {"open": rc}
-    for name, r in RES.items():
-        soft, hard = resource.getrlimit(r)
+    for name in case.get("items", ("nofile", "memlock")):  # core, nproc: on request
+        soft, hard = resource.getrlimit(RES[name])
         out[name] = [_out(soft), _out(hard)]
     return out
 

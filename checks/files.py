@@ -1,0 +1,232 @@
+"""``files.fact``: a file as a fact (like goss's file resource), read through the Host.
+
+One rule states what must be true of one path of the scanned root: it exists or is absent,
+is a regular file, a directory or a symlink whose target resolves (inside the root) to a
+given path; its permission bits are at most a mode (no bit outside it); its owner and group
+are among allowed names; it contains (or does not contain) a line matching a pattern.
+Patterns run in :mod:`aiaudit.linematch` (linear time, so a catastrophic regex in a ruleset
+cannot stall a scan); a pattern it refuses is an error result saying why.  Symlinks are
+followed inside the root only: a link that escapes it is reported, never followed.
+"""
+
+from __future__ import annotations
+
+import stat as st
+from typing import Any, Iterator
+
+from aiaudit.api import (
+    Aspect,
+    CheckContext,
+    CheckSpec,
+    Evidence,
+    Remediation,
+    Result,
+    Snippet,
+    Status,
+    hookimpl,
+)
+from aiaudit.errors import HostError, NotFound, PathEscape, SymlinkLoop
+from aiaudit.host import Host
+from aiaudit.linematch import MAX_PATTERN, PatternError, compile_pattern
+from aiaudit.parsers import passwd as pw
+
+_PATH = {"type": "string", "pattern": "^/[^\\x00]*$", "maxLength": 4096}
+_NAMES = {"type": "array", "minItems": 1,
+          "items": {"oneOf": [{"type": "string", "minLength": 1, "pattern": "^[^\\s:]+$"},
+                              {"type": "integer", "minimum": 0}]}}
+_PATTERNS = {"type": "array", "minItems": 1,
+             "items": {"type": "string", "minLength": 1, "maxLength": MAX_PATTERN,
+                       "format": "aiaudit-line-pattern"}}
+
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["path"],
+    "properties": {
+        "path": {**_PATH, "description": "absolute path on the audited host"},
+        "state": {"enum": ["present", "absent", "file", "directory", "symlink"],
+                  "default": "present",
+                  "description": "present (any type), absent, a regular file, a directory "
+                                 "or a symlink (symlinks followed for file/directory)"},
+        "target": {**_PATH, "description": "with state symlink: where the link must "
+                                           "resolve to, inside the root"},
+        "mode_max": {"type": "string", "pattern": "^0?[0-7]{3,4}$",
+                     "description": "no permission bit outside this octal mode (0644)"},
+        "owner": {**_NAMES, "description": "allowed owners (names from the root's "
+                                           "/etc/passwd, or uids)"},
+        "group": {**_NAMES, "description": "allowed groups (names or gids)"},
+        "contains": {**_PATTERNS, "description": "each pattern matches some line"},
+        "not_contains": {**_PATTERNS, "description": "no line matches any of these"},
+        "ignore_case": {"type": "boolean", "default": False,
+                        "description": "patterns compare case-folded"},
+    },
+    "dependentSchemas": {"target": {"properties": {"state": {"const": "symlink"}},
+                                    "required": ["state"]}},
+}
+
+
+def _names(host: Host, path: str, parse: Any) -> dict[int, str]:
+    try:
+        text = host.try_read_text(path) or ""
+        rows = parse(text)[0]
+    except Exception:  # HostError, ParseError: ids are then shown as numbers
+        return {}
+    return {r.uid if hasattr(r, "uid") else r.gid: r.name for r in rows}
+
+
+def _allowed(value: int, names: dict[int, str], allowed: list[Any]) -> bool:
+    return any(a == value if isinstance(a, int) else a == names.get(value) for a in allowed)
+
+
+def run(ctx: CheckContext) -> Iterator[Result]:
+    """One result for the path: every stated fact, and which ones do not hold."""
+    host, p = ctx.host, ctx.params
+    path = str(p["path"]).rstrip("/") or "/"
+    state = str(p.get("state", "present"))
+    icase = bool(p.get("ignore_case", False))
+    try:
+        want_in = [compile_pattern(x, ignore_case=icase) for x in p.get("contains") or ()]
+        want_out = [compile_pattern(x, ignore_case=icase) for x in p.get("not_contains") or ()]
+    except PatternError as exc:
+        yield Result(Status.ERROR, path, f"pattern refused: {exc}")
+        return
+    expected = _expected(p)
+    ev: list[Evidence] = []
+    try:
+        lst = host.lstat(path)
+    except NotFound:
+        lst = None
+    except HostError as exc:
+        yield Result(Status.ERROR, path, f"cannot examine {path}: {exc}", expected=expected)
+        return
+    if lst is None:
+        ok = state == "absent"
+        yield Result(Status.PASS if ok else Status.FAIL, path, f"{path} does not exist",
+                     expected=expected, actual="absent", aspect=Aspect.CONFIG,
+                     evidence=(Evidence.default(f"{path} (absent)"),),
+                     remediation=None if ok else Remediation(f"Create {path} as the rule "
+                                                             f"states ({expected})."))
+        return
+    if state == "absent":
+        kind = "symlink" if st.S_ISLNK(lst.st_mode) else "file or directory"
+        yield Result(Status.FAIL, path, f"{path} exists ({kind})", expected=expected,
+                     actual="present", aspect=Aspect.CONFIG, evidence=(Evidence.file(path),),
+                     remediation=Remediation(f"Remove {path} (or move it aside) if nothing "
+                                             "needs it."))
+        return
+    bad: list[str] = []
+    good: list[str] = []
+    info = lst
+    if st.S_ISLNK(lst.st_mode):
+        raw = host.readlink(path)
+        try:
+            resolved = host.resolve(path)
+            info = host.stat(path)
+            link_txt = f"symlink to {raw} (resolves to {resolved})"
+        except PathEscape:
+            resolved, info = None, None
+            link_txt = f"symlink to {raw}, which escapes the root (not followed)"
+        except (NotFound, SymlinkLoop, HostError) as exc:
+            resolved, info = None, None
+            link_txt = f"symlink to {raw}, dangling or looping ({exc})"
+        good.append(link_txt)
+        if state == "symlink" and p.get("target") and resolved != p["target"].rstrip("/"):
+            bad.append(f"resolves to {resolved or 'nothing inside the root'}, not "
+                       f"{p['target']}")
+        if info is None and state in ("file", "directory"):
+            bad.append(f"is a {link_txt}")
+    elif state == "symlink":
+        bad.append("is not a symlink")
+    if info is not None:
+        if state == "file" and not st.S_ISREG(info.st_mode):
+            bad.append("is not a regular file")
+        if state == "directory" and not st.S_ISDIR(info.st_mode):
+            bad.append("is not a directory")
+        mode = st.S_IMODE(info.st_mode)
+        good.append(f"mode {mode:04o}")
+        if p.get("mode_max"):
+            limit = int(p["mode_max"], 8)
+            if mode & ~limit:
+                bad.append(f"mode {mode:04o} has bits outside {limit:04o} "
+                           f"({mode & ~limit:04o})")
+        users = _names(host, "/etc/passwd", pw.parse_passwd)
+        groups = _names(host, "/etc/group", pw.parse_group)
+        owner = users.get(info.st_uid, str(info.st_uid))
+        group = groups.get(info.st_gid, str(info.st_gid))
+        good.append(f"owner {owner}:{group}")
+        if p.get("owner") and not _allowed(info.st_uid, users, p["owner"]):
+            bad.append(f"owner {owner} not in {', '.join(map(str, p['owner']))}")
+        if p.get("group") and not _allowed(info.st_gid, groups, p["group"]):
+            bad.append(f"group {group} not in {', '.join(map(str, p['group']))}")
+    if want_in or want_out:
+        try:
+            lines = host.read_text(path).splitlines()
+        except HostError as exc:
+            yield Result(Status.ERROR, path, f"cannot read {path}: {exc}", expected=expected)
+            return
+        for pat in want_in:
+            hit = next((n for n, ln in enumerate(lines, 1) if pat.search(ln)), None)
+            if hit is None:
+                bad.append(f"no line matches {pat.source!r}")
+            else:
+                ev.append(Evidence.file(path, hit, lines[hit - 1][:200]))
+        for pat in want_out:
+            for n, ln in enumerate(lines, 1):
+                if pat.search(ln):
+                    bad.append(f"line {n} matches {pat.source!r}")
+                    ev.append(Evidence.file(path, n, ln[:200]))
+                    break
+    evidence = tuple(ev) or (Evidence.file(path),)
+    actual = ", ".join(good)
+    if not bad:
+        yield Result(Status.PASS, path, f"{path}: {actual}", expected=expected, actual=actual,
+                     aspect=Aspect.CONFIG, evidence=evidence)
+        return
+    yield Result(Status.FAIL, path, f"{path} {'; '.join(bad)} ({actual})", expected=expected,
+                 actual=actual, aspect=Aspect.CONFIG, evidence=evidence,
+                 remediation=_remediation(path, p, bad))
+
+
+def _expected(p: dict[str, Any] | Any) -> str:
+    parts = [str(p.get("state", "present"))]
+    if p.get("target"):
+        parts.append(f"-> {p['target']}")
+    if p.get("mode_max"):
+        parts.append(f"mode <= {p['mode_max']}")
+    if p.get("owner"):
+        parts.append(f"owner {'/'.join(map(str, p['owner']))}")
+    if p.get("group"):
+        parts.append(f"group {'/'.join(map(str, p['group']))}")
+    parts += [f"has a line ~ {x!r}" for x in p.get("contains") or ()]
+    parts += [f"no line ~ {x!r}" for x in p.get("not_contains") or ()]
+    return ", ".join(parts)
+
+
+def _remediation(path: str, p: Any, bad: list[str]) -> Remediation:
+    snippets = []
+    if any(b.startswith("mode ") for b in bad):
+        snippets.append(Snippet.command(f"chmod {p['mode_max']} '{path}'",
+                                        "drop the permission bits outside the allowed mode"))
+    owner = next((o for o in p.get("owner") or () if isinstance(o, str)), None)
+    group = next((g for g in p.get("group") or () if isinstance(g, str)), None)
+    if any(b.startswith(("owner ", "group ")) for b in bad) and (owner or group):
+        spec = f"{owner or ''}{':' + group if group else ''}"
+        snippets.append(Snippet.command(f"chown {spec} '{path}'", "set the allowed owner"))
+    return Remediation(f"Make {path} hold what the rule states: {'; '.join(bad)}.",
+                       tuple(snippets))
+
+
+@hookimpl
+def aiaudit_register_checks() -> list[CheckSpec]:
+    """Register ``files.fact``."""
+    return [CheckSpec(
+        id="files.fact", title="A file of the host has the stated type, mode, owner and content",
+        run=run, params_schema=SCHEMA,
+        description=(
+            "Looks at one path of the scanned root through the Host (symlinks followed "
+            "inside the root only): exists / absent / regular file / directory / symlink "
+            "resolving to a target; permission bits at most mode_max; owner and group among "
+            "the allowed (names from the root's passwd and group); a line matching each "
+            "'contains' pattern and none matching 'not_contains' (linear-time matcher: "
+            "no backreferences or look-around)."),
+    )]
