@@ -225,7 +225,7 @@ KEYWORD_LIST: tuple[Keyword, ...] = (
     _k("StrictModes", _S, _G, "choice", "yes", FLAG),
     _k("Compression", _S, _G, "choice", "yes", COMPRESSION),
     _k("UseDNS", _S, _G, "choice", "no", FLAG),
-    _k("MaxStartups", _S, _G, "str", "10:30:100"),
+    _k("MaxStartups", _S, _G, "maxstartups", "10:30:100"),
     _k("PerSourceMaxStartups", _S, _G, "str", "none"),
     _k("PerSourceNetBlockSize", _S, _G, "str", "32:128"),
     _k("VersionAddendum", _S, _G, "rest", "none"),
@@ -394,6 +394,53 @@ def strtonum(s: str, lo: int, hi: int) -> int | None:
         return None  # strtonum: "too large" / "too small" (ERANGE)
     v = -int(digits) if m.group(1).startswith("-") else int(digits)
     return v if lo <= v <= hi else None
+
+
+def _scanf_int(s: str) -> tuple[int, str] | None:
+    """glibc ``sscanf("%d")``: leading blanks, a sign and digits (``strtol``, saturating at
+    the 64-bit limits, then truncated to a 32-bit ``int`` as the store does), and the rest
+    of the text; ``None`` when no digits start it."""
+    m = re.match(r"[ \t\n\v\f\r]*([+-]?)(\d+)", s)
+    if m is None:
+        return None
+    digits = m.group(2).lstrip("0") or "0"
+    neg = m.group(1) == "-"
+    if len(digits) > 19 or int(digits) > (1 << 63) - (0 if neg else 1):
+        v = -(1 << 63) if neg else (1 << 63) - 1  # strtol: ERANGE, LONG_MIN / LONG_MAX
+    else:
+        v = -int(digits) if neg else int(digits)
+    v &= 0xFFFFFFFF
+    return (v - (1 << 32) if v >= 1 << 31 else v), s[m.end():]
+
+
+def max_startups(arg: str) -> str | None:
+    """``MaxStartups`` as sshd reads it (servconf.c sMaxStartups): ``sscanf(arg,
+    "%d:%d:%d")`` must give 3 numbers (begin <= full, 1 <= rate <= 100) or 1 (then full =
+    begin, rate 30); begin and full above 0.  The value ``sshd -T`` prints
+    (``begin:rate:full``), or ``None`` where sshd stops with "Invalid MaxStartups spec"."""
+    nums: list[int] = []
+    rest = arg
+    while len(nums) < 3:
+        got = _scanf_int(rest)
+        if got is None:
+            break
+        nums.append(got[0])
+        rest = got[1]
+        if len(nums) < 3:
+            if not rest.startswith(":"):
+                break
+            rest = rest[1:]
+    if len(nums) == 3:
+        begin, rate, full = nums
+        if begin > full or not 1 <= rate <= 100:
+            return None
+    elif len(nums) == 1:
+        begin, rate, full = nums[0], 30, nums[0]
+    else:
+        return None
+    if full <= 0 or begin <= 0:
+        return None
+    return f"{begin}:{rate}:{full}"
 
 
 def a2port(s: str) -> int:
@@ -654,7 +701,7 @@ def _validate(kw: Keyword, ln: _Line, path: str) -> tuple[str, tuple[str, ...]]:
         return " ".join(args), args
     if not args or args[0] == "":
         raise _err("missing argument.", path, n)
-    single = t in ("choice", "int", "time", "port", "str", "userenv")
+    single = t in ("choice", "int", "time", "port", "str", "userenv", "maxstartups")
     if single and len(args) > 1:
         raise _err(f"keyword {kw.name} extra arguments at end of line", path, n)
     a = args[0]
@@ -673,6 +720,11 @@ def _validate(kw: Keyword, ln: _Line, path: str) -> tuple[str, tuple[str, ...]]:
         if tv < 0:
             raise _err("invalid time value.", path, n)
         return str(tv), args
+    if t == "maxstartups":
+        ms = max_startups(a)
+        if ms is None:
+            raise _err("Invalid MaxStartups spec.", path, n)
+        return ms, args
     if t == "port":
         p = a2port(a)
         if p <= 0:
@@ -1243,6 +1295,30 @@ def _collect(walked: list[tuple[Directive, bool]]) -> dict[str, list[Directive]]
     return out
 
 
+def _pattern_match(name: str, pattern: str) -> bool:
+    """OpenSSH ``match_pattern``: ``*`` and ``?`` wildcards, nothing else special."""
+    return fnmatch.fnmatchcase(name, pattern.replace("[", "[[]"))
+
+
+def assemble_names(value: str, default: str) -> str | None:
+    """An algorithm list written relative to the compiled-in ``default`` as sshd assembles
+    it (kex.c ``kex_assemble_names``): ``+a,b`` appends the names not already in the
+    default, ``^a,b`` puts them first (the default's other names follow), ``-a,b*`` removes
+    the default's names that match a pattern.  ``None`` where the answer needs the table of
+    every algorithm the build supports (a wildcard after ``+`` or ``^``): the value is then
+    shown as written."""
+    op, names = value[0], [n for n in value[1:].split(",") if n]
+    base = [n for n in default.split(",") if n]
+    if op == "-":
+        return ",".join(n for n in base if not any(_pattern_match(n, p) for p in names))
+    if any(c in n for n in names for c in "*?"):
+        return None
+    first, then = (base, names) if op == "+" else (names, base)
+    out = list(dict.fromkeys(first))
+    out += [n for n in dict.fromkeys(then) if n not in out]
+    return ",".join(out)
+
+
 class Effective:
     """Effective values for one connection: the connection pass over the start-up pass."""
 
@@ -1276,7 +1352,13 @@ class Effective:
                 return Setting(canon.name, self._defaults[opt],
                                default_note=self._defaults_note)
             return Setting(canon.name, canon.default)
-        return Setting(canon.name, lines[0].value, lines[0], values=lines[0].args)
+        value = lines[0].value
+        if opt in self._defaults and value[:1] in ("+", "-", "^"):
+            assembled = assemble_names(value, self._defaults[opt])
+            if assembled is not None:
+                return Setting(canon.name, assembled, lines[0], values=lines[0].args,
+                               default_note=self._defaults_note)
+        return Setting(canon.name, value, lines[0], values=lines[0].args)
 
     def __getitem__(self, keyword: str) -> str | None:
         return self.get(keyword).value

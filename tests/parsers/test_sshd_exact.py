@@ -109,6 +109,17 @@ PRINTED = [
     ("", "macs"),
     ("", "kexalgorithms"),
     ("", "hostkeyalgorithms"),
+    # relative to the compiled-in list (kex_assemble_names)
+    ("Ciphers +aes128-cbc", "ciphers"),
+    ("Ciphers +aes128-ctr,aes256-cbc", "ciphers"),
+    ("Ciphers ^aes256-gcm@openssh.com", "ciphers"),
+    ("Ciphers -chacha20*,aes128-ctr", "ciphers"),
+    ("MACs -hmac-sha1*,umac-64*", "macs"),
+    ("MACs ^hmac-sha2-512", "macs"),
+    ("KexAlgorithms -*sha1,ecdh-*", "kexalgorithms"),
+    ("KexAlgorithms +diffie-hellman-group14-sha1", "kexalgorithms"),
+    ("HostKeyAlgorithms -ssh-rsa*", "hostkeyalgorithms"),
+    ("HostKeyAlgorithms ^ssh-ed25519", "hostkeyalgorithms"),
 ]
 
 

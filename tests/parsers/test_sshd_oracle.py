@@ -365,3 +365,25 @@ def test_include_of_directory_and_dangling_link(hostkey: str, tmp_path: Path) ->
     assert rc != 0
     with pytest.raises(ParseError):
         sp.load(_read, _glob, str(bad))
+
+
+MAX_STARTUPS = ["20", "5:50", "10:30:100", "10:30:5", "10:0:100", "10:101:100", "20abc",
+                "5:", "10:30:100x", "-1", "0", "+7", "99999999999", "1:1:1", "3:100:2",
+                "x", "10:30", "10::100"]
+
+
+def test_max_startups_against_sshd(hostkey: str, tmp_path: Path) -> None:
+    """``MaxStartups`` values and refusals as sshd's sscanf-based reader gives them
+    (``sshd -T`` prints ``begin:rate:full``; ``5:50`` or ``0`` stop it)."""
+    wrong = []
+    for arg in MAX_STARTUPS:
+        main = tmp_path / "ms.conf"
+        main.write_text(f"MaxStartups {arg}\n")
+        p = subprocess.run([SSHD, "-T", "-f", str(main), "-h", hostkey], capture_output=True,
+                           text=True, timeout=20)
+        real = next((ln.split()[1] for ln in p.stdout.splitlines()
+                     if ln.startswith("maxstartups ")), None) if p.returncode == 0 else None
+        mine = sp.max_startups(arg)
+        if mine != real:
+            wrong.append(f"{arg!r}: sshd {real} ({p.stderr.strip()[:80]}), ours {mine}")
+    assert not wrong, wrong
