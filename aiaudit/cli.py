@@ -365,16 +365,22 @@ def reason_line(run: RunResult, fail_on: Severity, code: int, limit: int = 250) 
         items = errors
     else:
         return None
+    from aiaudit.reporters._common import human_safe, plain_expected
+
     f = items[0]
     r = f.result
     subject = "" if r.subject in ("", "-") else f"{r.subject}: "
     if r.status is Status.FAIL and r.actual is not None and r.expected is not None:
-        detail = f"{subject}{r.actual}, expected {r.expected}"
+        detail = f"{subject}{r.actual}, expected {plain_expected(r.expected)}"
     else:
         detail = f"{subject}{r.message}"
+    # host text goes to a terminal, slurmd's log and the journal: no control character
+    # (an ESC sequence, or a line feed that would fake another "aiaudit: " line)
+    detail = human_safe(_one_line(detail, 10 * limit))
+    rule = human_safe(f.rule_id)
     more = f"; {len(items) - 1} more" if len(items) > 1 else ""
-    budget = limit - len(f"aiaudit: {head} {f.rule_id} ()") - len(more)
-    return f"aiaudit: {head} {f.rule_id} ({_one_line(detail, max(budget, 20))}){more}"
+    budget = limit - len(f"aiaudit: {head} {rule} ()") - len(more)
+    return f"aiaudit: {head} {rule} ({_one_line(detail, max(budget, 20))}){more}"
 
 
 class _OutputError(UsageError):

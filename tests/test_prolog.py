@@ -359,3 +359,18 @@ def test_prolog_bench_script_mode(tmp_path: Path, sysctl_roots, capsys) -> None:
         "noop prolog": [0], "prolog script": [0], "scan alone": [0]}
     assert res["cases"]["prolog script"]["cpu_median_s"] > 0
     assert res["cpu_added_over_scan"] > 0 and res["wall_added_over_scan"] > 0
+
+
+def test_reason_line_escapes_control_characters() -> None:
+    """A subject or message from the host cannot send an escape sequence to a terminal or
+    the journal, nor fake a second ``aiaudit: `` line for the prolog script."""
+    from dataclasses import replace
+
+    from aiaudit.model import Severity
+
+    f = finding("R", "fail", "eth0\x1b]0;owned\x07")
+    f = replace(f, result=replace(f.result, message="bad\raiaudit: PASS all\x1b[2J"))
+    line = reason_line(run_of([f]), Severity.INFO, 1)
+    assert line is not None
+    assert not any(ord(c) < 32 or ord(c) == 127 for c in line), repr(line)
+    assert "\\x1b" in line and line.startswith("aiaudit: FAIL R (eth0")
