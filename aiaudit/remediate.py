@@ -639,24 +639,78 @@ def playbook(run: RunResult, b: Bundle) -> str:
         tasks.append({"name": _name(f"Apply now: {cmd}"), "when": _ONLINE,
                       "ansible.builtin.command": {"argv": ["/bin/sh", "-c", u(cmd)]},
                       "changed_when": True})
-    if any(t.startswith("nftables") for t in b.apply):
-        # no timed rollback in a playbook: the connection is Ansible's own; load last
-        tasks.append({"name": "Check /etc/nftables.conf", "when": _ONLINE,
-                      "ansible.builtin.command": {"argv": [
-                          "nft", "-c", "-f", "/etc/nftables.conf"]},
-                      "changed_when": False})
-        tasks.append({"name": "Load /etc/nftables.conf", "when": _ONLINE,
-                      "ansible.builtin.command": {"argv": [
-                          "nft", "-f", "/etc/nftables.conf"]},
-                      "changed_when": True})
+    firewall = [t for t in b.apply if t.startswith("nftables")]
+    if firewall:
+        tasks += _firewall_tasks(firewall[0].partition(" ")[2])
     play = [{"name": _name(f"Aiaudit fixes for {run.host.hostname} ({run.ruleset})"),
              "hosts": "all", "become": True, "gather_facts": False,
-             "vars": {"aiaudit_root": "/"}, "tasks": tasks}]
+             "vars": {"aiaudit_root": "/", "aiaudit_firewall_rollback": ROLLBACK_DEFAULT},
+             "tasks": tasks}]
     head = "".join(f"# {ln}\n" for ln in _header(run))
     head += "# Install under an image with -e aiaudit_root=/mnt/image (units enabled\n" \
             "# offline, nothing applied to a running service).\n"
     return "---\n" + head + yaml.dump(play, Dumper=_dumper(), sort_keys=False, width=100,
                                       allow_unicode=False)
+
+
+FIREWALL_SAVED = "/var/lib/aiaudit/nftables.running"
+"""Where the playbook keeps the ruleset that ran before it loaded the new one."""
+ROLLBACK_UNIT = "aiaudit-firewall-rollback"
+"""The transient systemd timer (``systemd-run --on-active``) that restores it."""
+
+
+def _port_ranges(ports: str) -> list[list[int]]:
+    """``22,6817-6818`` -> ``[[22, 22], [6817, 6818]]`` (an ``apply nftables`` target)."""
+    out = []
+    for part in filter(None, ports.split(",")):
+        lo, _, hi = part.partition("-")
+        out.append([int(lo), int(hi or lo)])
+    return out
+
+
+def _firewall_tasks(ports: str) -> list[dict[str, Any]]:
+    """Load the default-deny firewall on a running host the way install.sh does: refuse
+    when the port Ansible itself connects on is not admitted, save the running ruleset,
+    arm a timed rollback (a transient systemd timer), load, then prove that a NEW
+    connection gets through (``wait_for_connection`` after ``reset_connection``) before
+    disarming the rollback.  A host the new rules cut off restores its old ruleset by
+    itself after ``aiaudit_firewall_rollback`` seconds; its play fails instead."""
+    admitted = ("aiaudit_tcp_admitted | selectattr('0', 'le', aiaudit_ssh_port) "
+                "| selectattr('1', 'ge', aiaudit_ssh_port) | list | length > 0")
+    timer = f"{ROLLBACK_UNIT}.timer"
+    return [
+        {"name": "Check /etc/nftables.conf", "when": _ONLINE,
+         "ansible.builtin.command": {"argv": ["nft", "-c", "-f", "/etc/nftables.conf"]},
+         "changed_when": False},
+        {"name": "Refuse a firewall that drops this Ansible connection", "when": _ONLINE,
+         "vars": {"aiaudit_tcp_admitted": _port_ranges(ports),
+                  "aiaudit_ssh_port": "{{ ansible_port | default(22) | int }}"},
+         "ansible.builtin.assert": {
+             "that": [admitted],
+             "fail_msg": "the new firewall does not admit TCP port {{ aiaudit_ssh_port }}, "
+                         "which this play connects on: not loaded"}},
+        {"name": "Read the running ruleset", "when": _ONLINE,
+         "ansible.builtin.command": {"argv": ["nft", "list", "ruleset"]},
+         "register": "aiaudit_running_ruleset", "changed_when": False, "check_mode": False},
+        {"name": "Keep the running ruleset for the rollback", "when": _ONLINE,
+         "ansible.builtin.copy": {
+             "content": "flush ruleset\n{{ aiaudit_running_ruleset.stdout }}\n",
+             "dest": FIREWALL_SAVED, "mode": "0600"}},
+        {"name": "Arm the firewall rollback", "when": _ONLINE,
+         "ansible.builtin.command": {"argv": [
+             "systemd-run", f"--unit={ROLLBACK_UNIT}",
+             "--on-active={{ aiaudit_firewall_rollback }}s",
+             "/usr/sbin/nft", "-f", FIREWALL_SAVED]},
+         "changed_when": True},
+        {"name": "Load /etc/nftables.conf", "when": _ONLINE,
+         "ansible.builtin.command": {"argv": ["nft", "-f", "/etc/nftables.conf"]},
+         "changed_when": True},
+        {"name": "Drop the open connection", "ansible.builtin.meta": "reset_connection"},
+        {"name": "Reconnect through the new firewall", "when": _ONLINE,
+         "ansible.builtin.wait_for_connection": {"timeout": 30}},
+        {"name": "Disarm the firewall rollback", "when": _ONLINE,
+         "ansible.builtin.systemd_service": {"name": timer, "state": "stopped"}},
+    ]
 
 
 # ------------------------------------------------------------------ README.txt

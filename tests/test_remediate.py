@@ -232,7 +232,7 @@ def test_bundle_layout_readme_and_playbook(tmp_path: Path) -> None:
         assert Path(src).read_text() == b.files[t["vars"]["aiaudit_path"]]
     assert shells == [["/bin/sh", "-c", c] for c in b.commands]
     assert play[0]["become"] is True and play[0]["hosts"] == "all"
-    assert play[0]["vars"] == {"aiaudit_root": "/"}
+    assert play[0]["vars"] == {"aiaudit_root": "/", "aiaudit_firewall_rollback": 120}
 
 
 def test_install_script_passes_shellcheck(tmp_path: Path) -> None:

@@ -131,3 +131,32 @@ def test_nft_check_mode_on_every_fixture_bundle(make_root, tmp_path: Path) -> No
     with netns("fwcheck") as ns:
         run_in(ns, "nft", "-c", "-f", str(out / "files/etc/nftables.conf"))
     assert subprocess.run(["sh", "-n", str(out / "install.sh")]).returncode == 0
+
+
+def test_playbook_loads_the_firewall_with_a_rollback(make_root, tmp_path: Path) -> None:
+    """The playbook guards a live firewall load as install.sh does: it refuses when the
+    port Ansible connects on is not admitted, arms a timed rollback before loading, and
+    disarms it only after a new connection got through."""
+    import jinja2
+    import yaml
+
+    _b, out, _run = _bundle(make_root, tmp_path, CLUSTER, {"/etc/slurm/slurm.conf": SLURM_CONF})
+    play = yaml.load((out / "playbook.yml").read_text(), Loader=remediate.playbook_loader())
+    tasks = play[0]["tasks"]
+    names = [t["name"] for t in tasks]
+    order = ["Refuse a firewall that drops this Ansible connection",
+             "Keep the running ruleset for the rollback", "Arm the firewall rollback",
+             "Load /etc/nftables.conf", "Drop the open connection",
+             "Reconnect through the new firewall", "Disarm the firewall rollback"]
+    assert [n for n in names if n in order] == order
+    guard = tasks[names.index(order[0])]
+    ranges = guard["vars"]["aiaudit_tcp_admitted"]
+    assert ranges == [[22, 22], [7001, 7002], [7000, 7000], [60001, 60010]]
+    expr = jinja2.Environment().compile_expression(guard["ansible.builtin.assert"]["that"][0])
+    admitted = {port for port in (22, 2222, 7001, 7002, 7003, 60005)
+                if expr(aiaudit_tcp_admitted=ranges, aiaudit_ssh_port=port)}
+    assert admitted == {22, 7001, 7002, 60005}
+    arm = tasks[names.index(order[2])]["ansible.builtin.command"]["argv"]
+    assert arm[:2] == ["systemd-run", f"--unit={remediate.ROLLBACK_UNIT}"]
+    assert arm[-3:] == ["/usr/sbin/nft", "-f", remediate.FIREWALL_SAVED]
+    assert play[0]["vars"]["aiaudit_firewall_rollback"] == remediate.ROLLBACK_DEFAULT
