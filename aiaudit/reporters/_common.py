@@ -297,6 +297,7 @@ def _make_group(keys: list[tuple], by_key: dict[tuple, list[Finding]]) -> FixGro
             summaries.append(f"No fix is given: see `aiaudit explain {k[1]}`.")
     g.files = {p: "".join(b if b.endswith("\n") else b + "\n" for b in blocks)
                .rstrip("\n").split("\n") for p, blocks in written.items()}
+    g.commands = _sysctl_load(g.files, g.commands)
     # a fix that writes exactly the files the first one writes (the boot and the running
     # variant of one firewall fix) is that fix: its summary would say the same again
     head_files = _written(keys[0])
@@ -320,6 +321,28 @@ def _make_group(keys: list[tuple], by_key: dict[tuple, list[Finding]]) -> FixGro
                          + ("it" if n == 1 else "them") + " now")
         g.summary = " and ".join(parts) + "."
     return g
+
+
+_SYSCTL_W = re.compile(r"sysctl -w ([A-Za-z0-9_./*-]+)='([^'\n]*)'")
+_SYSCTL_LINE = re.compile(r"([A-Za-z0-9_./*-]+) = (.*)")
+
+
+def _sysctl_load(files: dict[str, list[str]], commands: list[str]) -> list[str]:
+    """``sysctl -w KEY='VALUE'`` for each key of a sysctl.d drop-in the same fix writes is
+    ``sysctl -p FILE`` (procps: load the settings of that file), one line for a person to
+    paste instead of one per key; other commands stay, in order."""
+    dropins = {p: {m.group(1): m.group(2) for ln in lines if (m := _SYSCTL_LINE.fullmatch(ln))}
+               for p, lines in files.items() if p.startswith("/etc/sysctl.d/")}
+    out: list[str] = []
+    for cmd in commands:
+        m = _SYSCTL_W.fullmatch(cmd)
+        path = next((p for p, kv in dropins.items()
+                     if m is not None and kv.get(m.group(1)) == m.group(2)), None)
+        if path is None:
+            out.append(cmd)
+        elif f"sysctl -p {path}" not in out:
+            out.append(f"sysctl -p {path}")
+    return out
 
 
 def heredoc(path: str, lines: list[str]) -> str:

@@ -212,6 +212,9 @@ def _skipped(skips: list[Finding], verbose: bool) -> list[Line]:
                          (f": {plural(len(no_user), 'rule')}", "bold")], 2))
     for reason, items in sorted(reasons.items(), key=lambda kv: (-len(kv[1]), kv[0])):
         ids = list(dict.fromkeys(f.rule_id for f in items))
+        if len(ids) == 1:  # one rule: its id on the reason's line
+            out.append(Line([(_s(reason), ""), (": ", "bold"), (_s(ids[0]), "dim")], 2))
+            continue
         out.append(Line([(_s(reason), ""), (f": {plural(len(ids), 'rule')}", "bold")], 2))
         out.append(Line([(", ".join(_s(i) for i in ids), "dim")], 4))
     return out

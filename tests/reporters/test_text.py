@@ -132,7 +132,9 @@ def test_report_order_details_then_fix_first_then_summary() -> None:
 def test_each_fix_is_printed_once_and_pastes() -> None:
     text = render(_run(), {})
     assert text.count("No firewall loads at boot") == 1
-    assert text.count("\nflush ruleset\n") == 1 and text.count("sysctl -w vm.swappiness") == 1
+    assert text.count("\nflush ruleset\n") == 1 and text.count("sysctl -w vm.swappiness") == 0
+    # the drop-in's keys are loaded with one command, not one `sysctl -w` per key
+    assert text.count("sysctl -p /etc/sysctl.d/99-zz-aiaudit.conf") == 1
     lines = text.splitlines()
     # the here-document starts at column 0 and its delimiter is alone on a line: it pastes
     start = lines.index("cat > /etc/nftables.conf <<'EOF'")
@@ -448,3 +450,17 @@ def test_hostile_host_tree_end_to_end(tmp_path: Path, fmt: str) -> None:
         assert bad not in r.out, repr(bad)
     assert "evil\\x1b]0;owned\\x07" in r.out
     assert "10-\\x1b[2J\\x0d.conf" in r.out
+
+
+def test_sysctl_w_of_the_dropin_keys_becomes_one_load() -> None:
+    """``sysctl -w`` of exactly what the drop-in writes is ``sysctl -p FILE``; a command
+    for another key or another value is kept as it is."""
+    from aiaudit.reporters._common import _sysctl_load
+
+    files = {"/etc/sysctl.d/99-zz-aiaudit.conf": ["vm.swappiness = 10", "kernel.pid_max = 9"],
+             "/etc/other.conf": ["x = 1"]}
+    cmds = ["sysctl -w vm.swappiness='10'", "echo hi", "sysctl -w kernel.pid_max='9'",
+            "sysctl -w vm.max_map_count='262144'", "sysctl -w vm.swappiness='5'"]
+    assert _sysctl_load(files, cmds) == [
+        "sysctl -p /etc/sysctl.d/99-zz-aiaudit.conf", "echo hi",
+        "sysctl -w vm.max_map_count='262144'", "sysctl -w vm.swappiness='5'"]
