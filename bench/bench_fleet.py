@@ -81,15 +81,17 @@ def vary(base: dict, i: int, rng: random.Random) -> dict:
 
 
 def generate(base: dict, n: int, folder: Path) -> tuple[Path, Path]:
-    """``folder/reports/`` (one pretty file per node) and ``folder/stream.jsonl``."""
+    """``folder/reports/`` (one file per node, compact as ``scan -o json:FILE`` writes it)
+    and ``folder/stream.jsonl``."""
     rng = random.Random(n)
     reports = folder / "reports"
     reports.mkdir(parents=True)
     with open(folder / "stream.jsonl", "w", encoding="utf-8") as stream:
         for i in range(1, n + 1):
             d = vary(base, i, rng)
-            (reports / f"gpu{i:05d}.json").write_text(json.dumps(d, indent=2) + "\n")
-            stream.write(json.dumps(d, separators=(",", ":")) + "\n")
+            line = json.dumps(d, separators=(",", ":"), ensure_ascii=False) + "\n"
+            (reports / f"gpu{i:05d}.json").write_text(line)
+            stream.write(line)
     return reports, folder / "stream.jsonl"
 
 
