@@ -22,6 +22,15 @@ def _stanzas(host: Host) -> list[str]:
     return host.memo(("dpkg-stanzas",), load)
 
 
+def _selected(host: Host, names: tuple[str, ...] = (), prefixes: tuple[str, ...] = ()
+              ) -> list[str]:
+    """The stanzas that may describe these packages (:func:`dpkg.select_stanzas`), from
+    the database indexed once per run."""
+    stanzas = _stanzas(host)
+    index = host.memo(("dpkg-index",), lambda: dpkg.index_stanzas(stanzas))
+    return dpkg.select_stanzas(stanzas, index, names, prefixes)
+
+
 def dpkg_installed(host: Host, prefixes: tuple[str, ...] = ()) -> dict[str, dict[str, str]]:
     """``{package: {field: value}}`` for installed packages (those whose name starts with
     one of ``prefixes`` when given: only stanzas naming them are parsed); empty when the
@@ -29,9 +38,9 @@ def dpkg_installed(host: Host, prefixes: tuple[str, ...] = ()) -> dict[str, dict
     database raises :class:`~aiaudit.errors.HostError` / :class:`~aiaudit.errors.ParseError`."""
 
     def load() -> dict[str, dict[str, str]]:
-        got = dpkg.parse_stanzas(_stanzas(host), prefixes)
         if not prefixes:
-            return got
+            return dpkg.parse_stanzas(_stanzas(host))
+        got = dpkg.parse_stanzas(_selected(host, prefixes=prefixes))
         return {n: f for n, f in got.items() if n.startswith(prefixes)}
 
     return host.memo(("dpkg-status", prefixes), load)
@@ -40,7 +49,7 @@ def dpkg_installed(host: Host, prefixes: tuple[str, ...] = ()) -> dict[str, dict
 def dpkg_package(host: Host, package: str) -> dict[str, str] | None:
     """Fields of one installed package, or ``None``; errors as :func:`dpkg_installed`."""
     return host.memo(("dpkg-package", package),
-                     lambda: dpkg.parse_stanzas(_stanzas(host), (package,)).get(package))
+                     lambda: dpkg.parse_stanzas(_selected(host, names=(package,))).get(package))
 
 
 def dpkg_version(host: Host, package: str) -> str | None:
