@@ -16,7 +16,7 @@ from aiaudit.api import Evidence
 from aiaudit.errors import HostError, LiveStateUnavailable, NotFound, ParseError, TooLarge
 from aiaudit.host import Host
 from aiaudit.packages import DPKG_STATUS, dpkg_installed
-from aiaudit.parsers import cuda, elfmodinfo, lazy_pattern, ldconf, nvidia, pyenv, rpmheader
+from aiaudit.parsers import cuda, elfmodinfo, lazy_pattern, ldconf, nvidia, pyenv
 from aiaudit.parsers.dpkg import upstream_version
 from aiaudit.records import record
 
@@ -246,6 +246,8 @@ def rpm_packages(host: Host) -> dict[str, str]:
         if not data.startswith(b"SQLite format 3\0") or len(data) < 100:
             return {}
         import sqlite3  # only now: most roots have no rpmdb, and the import costs ~3 ms
+
+        from aiaudit.parsers import rpmheader  # likewise
 
         data[18:20] = b"\x01\x01"  # WAL -> rollback journal: an in-memory copy has no -wal
         conn = sqlite3.connect(":memory:")

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from typing import Any, Iterator
 
-from aiaudit import boot, edits, systemd, tuned
+from aiaudit import boot, systemd, tuned
 from aiaudit.api import (
     Aspect,
     CheckContext,
@@ -259,6 +259,8 @@ def run_shm(ctx: CheckContext) -> Iterator[Result]:
                                   runtime_txt=rt_txt, boot_txt=boot_txt, want=want)
     rem = None
     if status is Status.FAIL:
+        from aiaudit import edits  # the fix's edit script: only for a failure
+
         size = str(minimum) if minimum.percent is None else f"{minimum.percent:g}%"
         line = f"tmpfs /dev/shm tmpfs rw,nosuid,nodev,size={size} 0 0\n"
         where = (f" (replace {FSTAB.lstrip('/')}:{entry.line})" if entry is not None else "")
@@ -365,6 +367,8 @@ def run_swap(ctx: CheckContext) -> Iterator[Result]:
                                   boot_txt=boot_txt, want="off")
     rem = None
     if status is Status.FAIL:
+        from aiaudit import edits  # the fix's edit script: only for a failure
+
         # /etc/fstab is not a drop-in: the fix edits it in place (also under ROOT=)
         snips = [Snippet.edit(FSTAB, edits.COMMENT_SWAP, "comment out swap lines")]
         snips += [Snippet.mask(u, "stop the swap unit at boot") for u in units]
