@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from typing import Any, Iterator
 
-from aiaudit import boot, systemd, tuned
+from aiaudit import systemd
 from aiaudit.api import (
     Aspect,
     CheckContext,
@@ -89,6 +89,10 @@ def _kernel_config_value(host: Host, prefix: str) -> tuple[str, str, int] | None
 # ------------------------------------------------------------------ THP
 def run_thp(ctx: CheckContext) -> Iterator[Result]:
     """Evaluate a THP rule."""
+    # only the THP rules read the boot configuration and tuned (a Slurm prolog's /dev/shm
+    # rule loads this module without them)
+    from aiaudit import boot, tuned
+
     host, p = ctx.host, ctx.params
     setting, allowed = p["setting"], list(p["allowed"])
     want = "one of " + ", ".join(allowed)
