@@ -76,12 +76,12 @@ def select_stanzas(stanzas: list[str], index: tuple[dict[str, list[int]], list[i
     or starting with one of ``prefixes`` (``index`` from :func:`index_stanzas`): parsing
     them with :func:`parse_stanzas` finds those packages exactly as parsing everything."""
     by_name, unclear = index
-    keep = {i for n in names for i in by_name.get(n, ())}
+    keep = [i for n in names for i in by_name.get(n, ())]
     if prefixes:
-        keep.update(i for n, idx in by_name.items() if n.startswith(prefixes) for i in idx)
-    hints = names + prefixes
-    keep.update(i for i in unclear if any(h in stanzas[i] for h in hints))
-    return [stanzas[i] for i in sorted(keep)]
+        keep += [i for n, idx in by_name.items() if n.startswith(prefixes) for i in idx]
+    for h in names + prefixes:
+        keep += [i for i in unclear if h in stanzas[i]]
+    return [stanzas[i] for i in sorted(set(keep))]
 
 
 def parse_status(text: str, hints: tuple[str, ...] = ()) -> dict[str, dict[str, str]]:
