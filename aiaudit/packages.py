@@ -9,23 +9,38 @@ from aiaudit.parsers import dpkg
 DPKG_STATUS = "/var/lib/dpkg/status"
 
 
+def _text(host: Host) -> str:
+    """The status file (memoized); ``""`` without a dpkg database."""
+
+    def load() -> str:
+        try:
+            return host.read_text(DPKG_STATUS, cap=64 * 1024 * 1024)
+        except NotFound:
+            return ""
+
+    return host.memo(("dpkg-text",), load)
+
+
 def _stanzas(host: Host) -> list[str]:
     """Stanzas of the status file (memoized); ``[]`` without a dpkg database."""
 
     def load() -> list[str]:
-        try:
-            text = host.read_text(DPKG_STATUS, cap=64 * 1024 * 1024)
-        except NotFound:
-            return []
-        return dpkg.split_stanzas(text)
+        text = _text(host)
+        return dpkg.split_stanzas(text) if text else []
 
     return host.memo(("dpkg-stanzas",), load)
 
 
-def _selected(host: Host, names: tuple[str, ...] = (), prefixes: tuple[str, ...] = ()
-              ) -> list[str]:
-    """The stanzas that may describe these packages (:func:`dpkg.select_stanzas`), from
-    the database indexed once per run."""
+def _selected(host: Host, names: tuple[str, ...] = (), prefixes: tuple[str, ...] = (),
+              indexed: bool = False) -> list[str]:
+    """The stanzas that may describe these packages: with ``indexed``, from the database
+    split and indexed once per run (:func:`dpkg.select_stanzas`: for callers that look up
+    many packages), else the stanzas that contain a name or prefix, found around its
+    occurrences (:func:`dpkg.stanzas_containing`: a few lookups never split the database).
+    Both give :func:`dpkg.parse_stanzas` what the full parse finds for these packages."""
+    if not indexed:
+        text = _text(host)
+        return dpkg.stanzas_containing(text, names + prefixes) if text else []
     stanzas = _stanzas(host)
     index = host.memo(("dpkg-index",), lambda: dpkg.index_stanzas(stanzas))
     return dpkg.select_stanzas(stanzas, index, names, prefixes)
@@ -64,10 +79,12 @@ def dpkg_names(host: Host) -> set[str]:
     return set(by_name) | set(dpkg.parse_stanzas([stanzas[i] for i in unclear]))
 
 
-def dpkg_package(host: Host, package: str) -> dict[str, str] | None:
-    """Fields of one installed package, or ``None``; errors as :func:`dpkg_installed`."""
-    return host.memo(("dpkg-package", package),
-                     lambda: dpkg.parse_stanzas(_selected(host, names=(package,))).get(package))
+def dpkg_package(host: Host, package: str, *, indexed: bool = False) -> dict[str, str] | None:
+    """Fields of one installed package, or ``None``; errors as :func:`dpkg_installed`.
+    ``indexed``: through the database index (see :func:`_selected`), for a caller that
+    looks up many packages."""
+    return host.memo(("dpkg-package", package), lambda: dpkg.parse_stanzas(
+        _selected(host, names=(package,), indexed=indexed)).get(package))
 
 
 def dpkg_version(host: Host, package: str) -> str | None:

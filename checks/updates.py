@@ -186,7 +186,7 @@ def run_security(ctx: CheckContext) -> Iterator[Result]:
             problems.append(f"{path}: {exc}")
             continue
         for pkg, ver, arch in aptlists.packages(text, want):
-            info = dpkg_package(host, pkg)
+            info = dpkg_package(host, pkg, indexed=True)
             if info is None:
                 continue
             have = info.get("Version", "")

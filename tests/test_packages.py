@@ -42,8 +42,10 @@ def test_lookups_agree_with_the_full_parse(base: Path, stanzas: list[list[str]])
     host = _host(base, text)
     assert packages.dpkg_any_installed(host) == bool(full)
     assert packages.dpkg_names(host) >= set(full)
+    indexed = _host(base, text)
     for name in ("a", "b", "ab", "x"):
         assert packages.dpkg_package(host, name) == full.get(name)
+        assert packages.dpkg_package(indexed, name, indexed=True) == full.get(name)
     assert packages.dpkg_installed(host, ("a",)) == {n: f for n, f in full.items()
                                                      if n.startswith("a")}
 

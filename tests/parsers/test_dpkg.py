@@ -116,3 +116,16 @@ def test_the_index_names_clean_stanzas_and_leaves_the_rest_unclear() -> None:
     by_name, unclear = dpkg.index_stanzas(stanzas)
     assert by_name == {"procps": [0, 2], "libprocps8": [1]}
     assert unclear == [3]  # "Package" in a continuation line: only a full parse can tell
+
+
+_CHUNK = st.sampled_from(["Package: a", "Package: ab", "b", "a", "\n", "\n", "\n", " ", "\t",
+                          "\r", "\x0b", "\u2028", "\x85", "\xa0", "x: a b", " a"])
+
+
+@given(st.lists(_CHUNK, max_size=30).map("".join),
+       st.sampled_from([("a",), ("b",), ("ab", "b"), ("x",), ("a b",), ("",)]))
+def test_stanzas_around_a_hint_are_those_of_the_split(text: str, hints: tuple[str, ...]) -> None:
+    """Every stanza that contains a hint, found from the hint outwards, is the stanza the
+    full split gives, blank lines of any whitespace and text edges included."""
+    assert dpkg.stanzas_containing(text, hints) == \
+        [s for s in dpkg.split_stanzas(text) if any(h in s for h in hints)]
