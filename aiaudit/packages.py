@@ -18,9 +18,12 @@ def _text(host: Host) -> str:
 
     def load() -> str:
         try:
-            return host.read_text(DPKG_STATUS, cap=64 * 1024 * 1024)
+            text = host.read_text(DPKG_STATUS, cap=64 * 1024 * 1024)
         except NotFound:
             return ""
+        if "\x00" in text:  # checked once here: dpkg.stanzas_containing does not
+            raise ParseError("binary content in dpkg status")
+        return text
 
     return host.memo(("dpkg-text",), load)
 
@@ -50,8 +53,9 @@ def _selected(host: Host, names: tuple[str, ...] = (), prefixes: tuple[str, ...]
             return []
         # a name that occurs in many stanzas (libc6: 568 of 864) costs a walk each: the
         # index is cheaper then
-        if sum(text.count(h) for h in hints) <= MAX_WALKS:
-            return dpkg.stanzas_containing(text, hints)
+        found = dpkg.stanzas_containing(text, hints, MAX_WALKS)
+        if found is not None:
+            return found
     stanzas = _stanzas(host)
     index = host.memo(("dpkg-index",), lambda: dpkg.index_stanzas(stanzas))
     return dpkg.select_stanzas(stanzas, index, names, prefixes)

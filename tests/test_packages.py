@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aiaudit import packages
+from aiaudit.errors import ParseError
 from aiaudit.host import Host
 from aiaudit.parsers import dpkg
 from tests.helpers import build_root
@@ -55,3 +56,13 @@ def test_no_database(base: Path) -> None:
     assert not packages.dpkg_any_installed(host)
     assert packages.dpkg_names(host) == set()
     assert packages.dpkg_package(host, "a") is None
+
+
+def test_a_binary_database_is_a_parse_error_for_every_lookup(base: Path) -> None:
+    host = _host(base, "Package: a\nStatus: install ok installed\n\x00")
+    for lookup in (lambda: packages.dpkg_package(host, "a"),
+                   lambda: packages.dpkg_installed(host, ("a",)),
+                   lambda: packages.dpkg_any_installed(host)):
+        with pytest.raises(ParseError):
+            lookup()
+    assert packages.dpkg_version(host, "a") is None

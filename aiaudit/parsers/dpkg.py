@@ -48,7 +48,8 @@ def parse_stanzas(stanzas: list[str], hints: tuple[str, ...] = ()
     return out
 
 
-def stanzas_containing(text: str, hints: tuple[str, ...]) -> list[str]:
+def stanzas_containing(text: str, hints: tuple[str, ...], max_hits: int | None = None
+                       ) -> list[str] | None:
     """``[s for s in split_stanzas(text) if any(h in s for h in hints)]``, found around
     each occurrence of a hint instead of splitting the whole database: a lookup of a few
     packages before anything needs every stanza (a Slurm prolog's two) costs microseconds
@@ -58,15 +59,22 @@ def stanzas_containing(text: str, hints: tuple[str, ...]) -> list[str]:
     ends a line followed by a whitespace-only (or empty) line that itself ends in a line
     feed; it starts after the last such line before it (the first line of the text is never
     part of a separator: no line feed precedes it).  A hint with whitespace could span a
-    separator: those, and the empty hint, take the full split."""
-    if "\x00" in text:
-        raise ParseError("binary content in dpkg status")
+    separator: those, and the empty hint, take the full split.
+
+    ``text`` must hold no NUL (which :func:`split_stanzas` refuses): the caller checks it
+    once, not once per lookup (the check scans the whole text).  ``None`` when the hints
+    occur more than ``max_hits`` times (walking out from each would cost more than a split
+    shared by every lookup)."""
     if not hints or any(not h or any(c.isspace() for c in h) for h in hints):
         return [st for st in split_stanzas(text) if any(h in st for h in hints)]
     found: dict[int, str] = {}
+    hits = 0
     for h in hints:
         pos = text.find(h)
         while pos >= 0:
+            hits += 1
+            if max_hits is not None and hits > max_hits:
+                return None
             start = text.rfind("\n", 0, pos) + 1  # the line of the hit: not blank
             while start > 0:
                 prev = text.rfind("\n", 0, start - 1) + 1
