@@ -9,14 +9,14 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import field
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from aiaudit import resources
 from aiaudit.api import Evidence
 from aiaudit.errors import HostError, LiveStateUnavailable, NotFound, ParseError, TooLarge
 from aiaudit.host import Host
 from aiaudit.packages import DPKG_STATUS, dpkg_installed
-from aiaudit.parsers import cuda, elfmodinfo, lazy_pattern, ldconf, nvidia, pyenv, rpmheader
+from aiaudit.parsers import cuda, elfmodinfo, lazy_pattern, ldconf, nvidia, pyenv
 from aiaudit.parsers.dpkg import upstream_version
 from aiaudit.records import record
 
@@ -247,6 +247,8 @@ def rpm_packages(host: Host) -> dict[str, str]:
             return {}
         import sqlite3  # only now: most roots have no rpmdb, and the import costs ~3 ms
 
+        from aiaudit.parsers import rpmheader  # likewise
+
         data[18:20] = b"\x01\x01"  # WAL -> rollback journal: an in-memory copy has no -wal
         conn = sqlite3.connect(":memory:")
         if not hasattr(conn, "deserialize"):
@@ -279,9 +281,13 @@ def _dpkg_names(host: Host) -> set[str]:
         return set()
 
 
-def _pkg_version(pkgs: dict[str, str], pattern: re.Pattern[str]) -> tuple[str, str] | None:
+def _pkg_version(pkgs: dict[str, str], pattern: Callable[[], re.Pattern[str]]
+                 ) -> tuple[str, str] | None:
+    """The first package (by name) that ``pattern`` (a :func:`lazy_pattern`) matches and
+    whose upstream version is a driver version; the pattern is compiled only when there
+    are packages to match (a host without NVIDIA packages never needs it)."""
     for name in sorted(pkgs):
-        if pattern.match(name):
+        if pattern().match(name):
             up = upstream_version(pkgs[name])
             if nvidia.is_version(up):
                 return name, up
@@ -397,7 +403,7 @@ def _kernel_side(host: Host) -> KernelSide:
             break
     if installed is None and loaded is None:
         pkgs = nvidia_packages(host)
-        hit = _pkg_version(pkgs, _PKG_KERNEL())
+        hit = _pkg_version(pkgs, _PKG_KERNEL)
         if hit:
             db = DPKG_STATUS if hit[0] in _dpkg_names(host) else RPMDB_SQLITE
             installed = Version(hit[1], Evidence.file(db, None, f"{hit[0]} {pkgs[hit[0]]}"),
@@ -501,7 +507,7 @@ def _user_side(host: Host) -> UserSide:
     package: Version | None = None
     if not effective:
         pkgs = nvidia_packages(host)
-        hit = _pkg_version(pkgs, _PKG_USER())
+        hit = _pkg_version(pkgs, _PKG_USER)
         if hit:
             db = DPKG_STATUS if hit[0] in _dpkg_names(host) else RPMDB_SQLITE
             package = Version(hit[1], Evidence.file(db, None, f"{hit[0]} {pkgs[hit[0]]}"),

@@ -49,7 +49,6 @@ from aiaudit.api import (
 from aiaudit.errors import HostError, NotFound, ParseError
 from aiaudit.host import Host
 from aiaudit.packages import dpkg_version
-from aiaudit.parsers import apptainer, jsonconf, tomlconf
 from aiaudit.parsers.dpkg import upstream_version
 
 DAEMON_JSON = "/etc/docker/daemon.json"
@@ -118,6 +117,8 @@ def run_docker(ctx: CheckContext) -> Iterator[Result]:
         yield Result(Status.SKIP, "dockerd", "Docker Engine is not installed (no dockerd, no "
                      "docker.service)")
         return
+    from aiaudit.parsers import jsonconf  # only where Docker is installed
+
     try:
         text = host.read_text(DAEMON_JSON)
         cfg = jsonconf.parse_object(text, DAEMON_JSON.lstrip("/"))
@@ -349,6 +350,8 @@ def run_toolkit(ctx: CheckContext) -> Iterator[Result]:
             yield Result(Status.PASS, name, f"{name} {up} (>= {want})", expected=f">= {want}",
                          actual=up, evidence=ev)
         return
+    from aiaudit.parsers import tomlconf  # only where the NVIDIA Container Toolkit is
+
     try:
         text = host.read_text(TOOLKIT_TOML)
         cfg = tomlconf.parse(text, TOOLKIT_TOML.lstrip("/"))
@@ -417,6 +420,8 @@ def run_apptainer(ctx: CheckContext) -> Iterator[Result]:
         return
     value, line = "yes", None
     if conf:
+        from aiaudit.parsers import apptainer  # only where Apptainer is configured
+
         try:
             parsed = apptainer.parse(host.read_text(conf), conf.lstrip("/"))
         except (HostError, ParseError) as exc:

@@ -24,7 +24,6 @@ import shlex
 from dataclasses import field
 from typing import Any, Iterator
 
-from aiaudit import boot, tuned
 from aiaudit.api import (
     CheckContext,
     CheckSpec,
@@ -37,7 +36,6 @@ from aiaudit.api import (
 )
 from aiaudit.errors import HostError, ParseError
 from aiaudit.host import Host
-from aiaudit.parsers import bootcmdline as bc
 from aiaudit.parsers import sysfs
 from aiaudit.records import record
 from aiaudit.tuning import (
@@ -168,6 +166,9 @@ class BootSetting:
 
 def default_governor(host: Host) -> BootSetting | None:
     """The kernel's default governor at boot (command line, then kernel config)."""
+    # the boot configuration and tuned only where cpufreq is (not in most VMs)
+    from aiaudit import boot
+
     cfg = boot.load(host)
     if cfg.booted is not None:
         p = cfg.booted.get("cpufreq.default_governor")
@@ -216,6 +217,8 @@ def cpupower_service(host: Host, key: str) -> list[BootSetting]:
             continue
         if text is None:
             continue
+        from aiaudit.parsers import bootcmdline as bc  # see default_governor
+
         assigns, _, _ = bc.parse_shell_assignments(text)
         for a in assigns:
             val = None
@@ -257,6 +260,8 @@ def unit_settings(host: Host, sysfs_name: str, cpupower_flag: tuple[str, ...] = 
 
 def tuned_setting(host: Host, key: str) -> BootSetting | None:
     """tuned ``[cpu] key`` of the active profile (when tuned is enabled)."""
+    from aiaudit import tuned  # see default_governor
+
     st = tuned.load(host)
     o = st.get("cpu", key)
     if o is None:
@@ -375,6 +380,8 @@ def run_governor(ctx: CheckContext) -> Iterator[Result]:
         ev = [Evidence.runtime(f"{CPUFREQ}/policy*/scaling_governor", _describe(groups)), *ev]
     gov = allowed[0]
     summary = f"Set the {gov} governor now and at boot with a oneshot unit ({GOV_UNIT})."
+    from aiaudit import tuned  # see default_governor
+
     st = tuned.load(host)
     tg = tuned_setting(host, "governor")
     manual = []

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from typing import Any, Iterator
 
-from aiaudit import boot, edits, systemd, tuned
+from aiaudit import systemd
 from aiaudit.api import (
     Aspect,
     CheckContext,
@@ -89,6 +89,10 @@ def _kernel_config_value(host: Host, prefix: str) -> tuple[str, str, int] | None
 # ------------------------------------------------------------------ THP
 def run_thp(ctx: CheckContext) -> Iterator[Result]:
     """Evaluate a THP rule."""
+    # only the THP rules read the boot configuration and tuned (a Slurm prolog's /dev/shm
+    # rule loads this module without them)
+    from aiaudit import boot, tuned
+
     host, p = ctx.host, ctx.params
     setting, allowed = p["setting"], list(p["allowed"])
     want = "one of " + ", ".join(allowed)
@@ -259,6 +263,8 @@ def run_shm(ctx: CheckContext) -> Iterator[Result]:
                                   runtime_txt=rt_txt, boot_txt=boot_txt, want=want)
     rem = None
     if status is Status.FAIL:
+        from aiaudit import edits  # the fix's edit script: only for a failure
+
         size = str(minimum) if minimum.percent is None else f"{minimum.percent:g}%"
         line = f"tmpfs /dev/shm tmpfs rw,nosuid,nodev,size={size} 0 0\n"
         where = (f" (replace {FSTAB.lstrip('/')}:{entry.line})" if entry is not None else "")
@@ -365,6 +371,8 @@ def run_swap(ctx: CheckContext) -> Iterator[Result]:
                                   boot_txt=boot_txt, want="off")
     rem = None
     if status is Status.FAIL:
+        from aiaudit import edits  # the fix's edit script: only for a failure
+
         # /etc/fstab is not a drop-in: the fix edits it in place (also under ROOT=)
         snips = [Snippet.edit(FSTAB, edits.COMMENT_SWAP, "comment out swap lines")]
         snips += [Snippet.mask(u, "stop the swap unit at boot") for u in units]

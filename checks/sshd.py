@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterator
 
-from aiaudit import edits, predicates
+from aiaudit import predicates
 from aiaudit.api import (
     Aspect,
     CheckContext,
@@ -288,6 +288,8 @@ def remediation(cfg: sp.SshdConfig, setting: sp.Setting, line: str,
             (Snippet.file(DROPIN, line + "\n", f"set {setting.option} (first value wins)"),
              reload))
     why = _why_dropin_loses(cfg, d)
+    from aiaudit import edits  # the in-place edit: only when no drop-in can win
+
     op = edits.set_directive_op(line)
     if edits.valid(op) and (d is None or d.block is None):
         try:

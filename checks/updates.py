@@ -41,7 +41,13 @@ from aiaudit.api import (
 )
 from aiaudit.errors import HostError, ParseError
 from aiaudit.host import Host
-from aiaudit.packages import DPKG_STATUS, dpkg_installed, dpkg_version
+from aiaudit.packages import (
+    DPKG_STATUS,
+    dpkg_any_installed,
+    dpkg_names,
+    dpkg_package,
+    dpkg_version,
+)
 from aiaudit.parsers import aptconf, aptlists
 
 LISTS = "/var/lib/apt/lists"
@@ -134,11 +140,11 @@ def run_security(ctx: CheckContext) -> Iterator[Result]:
     """FAIL when an installed package has a newer version in a -security list."""
     host, p = ctx.host, ctx.params
     try:
-        installed = dpkg_installed(host)
+        any_installed = dpkg_any_installed(host)
     except (HostError, ParseError) as exc:
         yield Result(Status.ERROR, "security updates", f"dpkg database unreadable: {exc}")
         return
-    if not installed:
+    if not any_installed:
         yield Result(Status.SKIP, "security updates", "no dpkg database (not a Debian-based "
                      "system, or a minimal image); RPM update metadata is out of scope here")
         return
@@ -165,7 +171,9 @@ def run_security(ctx: CheckContext) -> Iterator[Result]:
                          "`deb https://security.debian.org/debian-security <codename>-security "
                          "main`), then `apt-get update`."))
         return
-    want = set(installed)
+    # the names the lists are filtered by may include packages that are not installed:
+    # only the packages a security list names are parsed, and those not installed skipped
+    want = dpkg_names(host)
     pending: dict[str, tuple[str, str, str]] = {}
     problems: list[str] = []
     newest = 0.0
@@ -178,7 +186,9 @@ def run_security(ctx: CheckContext) -> Iterator[Result]:
             problems.append(f"{path}: {exc}")
             continue
         for pkg, ver, arch in aptlists.packages(text, want):
-            info = installed[pkg]
+            info = dpkg_package(host, pkg, indexed=True)
+            if info is None:
+                continue
             have = info.get("Version", "")
             iarch = info.get("Architecture", "")
             if arch not in ("all", iarch) and iarch != "all":

@@ -8,6 +8,7 @@ why a scan should not need it.
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -32,6 +33,18 @@ NOT_FOR_A_SCAN = {
     "datetime": "timestamps come from time.gmtime; sqlite3 would import it",
     "aiaudit.parsers.ufw": "only where ufw is installed",
     "aiaudit.parsers.firewalld": "only where firewalld is enabled",
+    "aiaudit.parsers.rpmheader": "only where an rpm database exists",
+    "aiaudit.parsers.jsonconf": "only where Docker is installed",
+    "aiaudit.parsers.tomlconf": "only where the NVIDIA Container Toolkit is installed",
+    "aiaudit.parsers.apptainer": "only where Apptainer is configured",
+    "aiaudit.edits": "only for the fix of a failing swap, /dev/shm or sshd rule",
+}
+
+NOT_FOR_A_PROLOG = {
+    "aiaudit.boot": "the boot configuration: only the THP rules and cpufreq hosts read it",
+    "aiaudit.tuned": "likewise",
+    "aiaudit.parsers.bootcmdline": "likewise",
+    "aiaudit.edits": "a passing prolog writes no fix",
 }
 
 SCAN = """
@@ -69,3 +82,41 @@ def test_the_scan_ran_its_checks(scanned_modules: set[str]) -> None:
     for mod in ("aiaudit.checks.sysctl", "aiaudit.checks.cstates", "aiaudit.checks.sshd",
                 "aiaudit.reporters.json"):
         assert mod in scanned_modules
+
+
+PROLOG = """
+import json, sys
+from aiaudit.cli import main
+rc = main(["scan", "--prolog", "--ruleset", "slurm-preflight", "--output", "/dev/null",
+           "--root", sys.argv[1], "--live"])
+print(json.dumps(sorted(sys.modules)))
+"""
+
+
+@pytest.fixture(scope="module")
+def prolog_modules(tmp_path_factory) -> set[str]:
+    """The modules loaded after a Slurm prolog scan of a live host tree without cpufreq
+    (a VM) whose /dev/shm is large enough."""
+    sys.path.insert(0, BENCH)
+    try:
+        import bench
+    finally:
+        sys.path.pop(0)
+    root = bench.make_host(tmp_path_factory.mktemp("vm"), cpus=2, cstates=3, nvme=1,
+                           sysctl_files=2)
+    shutil.rmtree(root / "sys/devices/system/cpu/cpufreq")
+    out = subprocess.run([sys.executable, "-c", PROLOG, str(root)], capture_output=True,
+                         text=True, check=False)
+    assert out.returncode in (0, 1, 3), out.stderr
+    return set(json.loads(out.stdout.splitlines()[-1]))
+
+
+@pytest.mark.parametrize("module", sorted(NOT_FOR_A_PROLOG))
+def test_a_prolog_scan_does_not_import(module: str, prolog_modules: set[str]) -> None:
+    assert module not in prolog_modules, f"{module} is imported ({NOT_FOR_A_PROLOG[module]})"
+
+
+def test_the_prolog_ran_its_checks(prolog_modules: set[str]) -> None:
+    for mod in ("aiaudit.checks.cpu", "aiaudit.checks.memory", "aiaudit.checks.gpu",
+                "aiaudit.checks.slurm"):
+        assert mod in prolog_modules

@@ -12,13 +12,14 @@ from dataclasses import field
 from typing import Iterable, Mapping
 
 from aiaudit.model import Finding, RunResult, Severity, Status
+from aiaudit.parsers import lazy_pattern
 from aiaudit.records import record
 
 # XML 1.0 section 2.2 "Char": #x9 | #xA | #xD | [#x20-#xD7FF] | [#xE000-#xFFFD] |
 # [#x10000-#x10FFFF].  Everything else (C0 controls, lone surrogates from undecodable file
 # names, U+FFFE/U+FFFF) cannot appear in an XML document, not even as a character reference.
-_XML_FORBIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
-_SURROGATES = re.compile("[\ud800-\udfff]")
+_XML_FORBIDDEN = lazy_pattern("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+_SURROGATES = lazy_pattern("[\ud800-\udfff]")
 
 SEVERITY_ORDER: tuple[Severity, ...] = tuple(Severity)
 STATUS_ORDER: tuple[Status, ...] = (Status.FAIL, Status.ERROR, Status.WAIVED, Status.SKIP,
@@ -32,7 +33,7 @@ def xml_safe(text: object) -> str:
     Hostile config files can put NUL, escape or form-feed characters into evidence values;
     escaping (rather than dropping) keeps what was there visible to the reader.
     """
-    return _XML_FORBIDDEN.sub(lambda m: _escape_char(m.group()), str(text))
+    return _XML_FORBIDDEN().sub(lambda m: _escape_char(m.group()), str(text))
 
 
 def _escape_char(c: str) -> str:
@@ -43,7 +44,7 @@ def _escape_char(c: str) -> str:
 def text_safe(text: object) -> str:
     """``text`` encodable as UTF-8: lone surrogates (undecodable bytes in file names read
     with ``surrogateescape``) become U+FFFD."""
-    return _SURROGATES.sub("\ufffd", str(text))
+    return _SURROGATES().sub("\ufffd", str(text))
 
 
 def host_label(run: RunResult) -> str:
@@ -108,9 +109,9 @@ def remediation_text(finding: Finding, *, markdown: bool = False) -> str:
 # C0 controls except TAB and LF, DEL, C1 controls (U+0080-U+009F: 8-bit CSI/OSC on some
 # terminals), lone surrogates, and the bidirectional overrides/isolates that reorder what a
 # reader sees (CVE-2021-42574, "Trojan Source").
-_TERMINAL_UNSAFE = re.compile(
+_TERMINAL_UNSAFE = lazy_pattern(
     "[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-_TERMINAL_UNSAFE_NO_LF = re.compile(
+_TERMINAL_UNSAFE_NO_LF = lazy_pattern(
     "[\x00-\x08\x0a-\x1f\x7f-\x9f\ud800-\udfff\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
@@ -124,7 +125,7 @@ def human_safe(text: object, *, newlines: bool = False) -> str:
     reaches a human output (text or HTML), so what was there stays visible and nothing in it
     is interpreted by the terminal or browser.
     """
-    pat = _TERMINAL_UNSAFE if newlines else _TERMINAL_UNSAFE_NO_LF
+    pat = (_TERMINAL_UNSAFE if newlines else _TERMINAL_UNSAFE_NO_LF)()
     return pat.sub(lambda m: "\\n" if m.group() == "\n" else _escape_char(m.group()),
                    str(text))
 
@@ -178,15 +179,15 @@ class FixGroup:
         return [f.result.subject for f in self.findings if f.rule_id == rule_id]
 
 
-_HEREDOC = re.compile(r"cat > (/[^\s'\"<>;&|]+) <<'?([A-Za-z_]+)'?\n((?:.*\n)*?)\2(?:\n(.*))?",
-                      re.DOTALL)
+_HEREDOC = lazy_pattern(
+    r"cat > (/[^\s'\"<>;&|]+) <<'?([A-Za-z_]+)'?\n((?:.*\n)*?)\2(?:\n(.*))?", re.DOTALL)
 
 
 def split_heredoc(command: str) -> tuple[str, str, str] | None:
     """``(path, content, rest)`` for a command that writes a file with a here-document
     (``cat > /etc/x <<'EOF'`` ... ``EOF``, then more commands); ``None`` otherwise.  Lets a
     fix written as one shell command be grouped with fixes that write the same file."""
-    m = _HEREDOC.fullmatch(command.rstrip("\n"))
+    m = _HEREDOC().fullmatch(command.rstrip("\n"))
     if m is None:
         return None
     return m.group(1), m.group(3), (m.group(4) or "").strip()

@@ -80,3 +80,54 @@ def test_this_hosts_database() -> None:
     assert full
     for name in sorted(full)[::7]:
         assert dpkg.parse_status(text, (name,))[name] == full[name]
+
+
+_STANZA_LINE = st.sampled_from(["Package: a", "Package: ab", "Package:b ", "Package: b",
+                                "Status: x installed", "Status: deinstall", "Version: 1",
+                                " Package: b", "#Package: a", "Package : a", "Package:\ta",
+                                "Description: a Package b", "X-Package: b", "\x85Package: b",
+                                "Package: a\x0bPackage: b", "Package: b\rStatus: installed",
+                                "a:b:c", ""])
+
+
+@given(st.lists(st.lists(_STANZA_LINE, max_size=6), max_size=8),
+       st.sampled_from([("a",), ("b",), ("ab",), ("x",), ("",)]),
+       st.sampled_from([(), ("a",), ("b", "ab"), ("x",)]))
+def test_indexed_selection_finds_what_the_hinted_parse_finds(
+        stanzas: list[list[str]], names: tuple[str, ...], prefixes: tuple[str, ...]) -> None:
+    """What a scan asks the index for (one package by name; the packages starting with
+    prefixes) is what the hinted parse over every stanza gives, duplicates and odd lines
+    (continuations, comments, vertical tabs, a second ``Package``) included."""
+    texts = ["\n".join(lines) for lines in stanzas]
+    index = dpkg.index_stanzas(texts)
+    name = names[0]
+    assert dpkg.parse_stanzas(dpkg.select_stanzas(texts, index, names=names)).get(name) == \
+        dpkg.parse_stanzas(texts, names).get(name)
+    if prefixes:
+        def starting(got: dict) -> dict:
+            return {n: f for n, f in got.items() if n.startswith(prefixes)}
+        assert starting(dpkg.parse_stanzas(dpkg.select_stanzas(texts, index,
+                                                               prefixes=prefixes))) == \
+            starting(dpkg.parse_stanzas(texts, prefixes))
+
+
+def test_the_index_names_clean_stanzas_and_leaves_the_rest_unclear() -> None:
+    stanzas = dpkg.split_stanzas(STATUS)
+    by_name, unclear = dpkg.index_stanzas(stanzas)
+    assert by_name == {"procps": [0, 2], "libprocps8": [1]}
+    assert unclear == [3]  # "Package" in a continuation line: only a full parse can tell
+
+
+_CHUNK = st.sampled_from(["Package: a", "Package: ab", "b", "a", "\n", "\n", "\n", " ", "\t",
+                          "\r", "\x0b", "\u2028", "\x85", "\xa0", "x: a b", " a"])
+
+
+@given(st.lists(_CHUNK, max_size=30).map("".join),
+       st.sampled_from([("a",), ("b",), ("ab", "b"), ("x",), ("a b",), ("",)]))
+def test_stanzas_around_a_hint_are_those_of_the_split(text: str, hints: tuple[str, ...]) -> None:
+    """Every stanza that contains a hint, found from the hint outwards, is the stanza the
+    full split gives, blank lines of any whitespace and text edges included."""
+    want = [s for s in dpkg.split_stanzas(text) if any(h in s for h in hints)]
+    assert dpkg.stanzas_containing(text, hints) == want
+    few = dpkg.stanzas_containing(text, hints, max_hits=2)
+    assert few is None or few == want
