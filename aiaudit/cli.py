@@ -770,7 +770,7 @@ def _populate_fleet(f: argparse.ArgumentParser) -> None:
                    help="text format: list at most N rules, outliers, changes (default 20)")
     f.add_argument("--jobs", "-j", type=_non_negative_int, default=0, metavar="N",
                    help="processes that read and decode reports (default 0: one per CPU, "
-                        "at most 8; 1: no worker process)")
+                        "one fewer for stdin alone, at most 8; 1: no worker process)")
 
 
 def _populate_sshd(p: argparse.ArgumentParser) -> None:
@@ -874,7 +874,7 @@ def cmd_fleet(args: argparse.Namespace) -> int:
         from aiaudit.fleet.since import load_previous
 
         previous = load_previous(args.since)
-    fleet = collect(args.inputs, jobs=args.jobs or default_jobs())
+    fleet = collect(args.inputs, jobs=args.jobs or default_jobs(args.inputs))
     for problem in fleet.problems:
         print(f"aiaudit: error: {problem}", file=sys.stderr)
     if not fleet.reports:

@@ -13,10 +13,12 @@ and ``"rules": [`` is the top-level key and nothing else; the same holds for the
 JSON lines, another indentation), or the shortened text does not decode, the whole text is
 decoded: the result is always that of ``json.loads``, less the top-level ``rules``.
 
-``scan`` writes compact JSON to files and pipes (``--pretty`` or a terminal indents it), so
-the shortcut serves indented reports only; a compact report is decoded whole, which is
-exact and costs the 0.16 ms above.  In compact JSON the top-level key cannot be told from a
-nested ``"rules"`` key by its text alone, so no cut is attempted there.
+``scan`` writes compact JSON to files and pipes (``--pretty`` or a terminal indents it).
+There ``,"rules":[`` can only be structural too (inside a string every ``"`` follows a
+backslash), but it may sit at any depth, so two checks make the cut exact: the text before
+it, closed with ``}``, must decode (the key is a member of the top-level object: the
+prefix is the small header, host and summary), and the shortened text must decode (a cut
+that ended inside the rules, at a nested ``"results"``, leaves unbalanced brackets).
 """
 
 from __future__ import annotations
@@ -25,17 +27,32 @@ import json
 
 _RULES = '\n  "rules": ['
 _RESULTS = '\n  "results": ['
+_COMPACT_RULES = ',"rules":['
+_COMPACT_RESULTS = ',"results":['
+
+
+def _top_level_member(prefix: str) -> bool:
+    """Does the key that follows ``prefix`` belong to the top-level object?"""
+    try:
+        return isinstance(json.loads(prefix + "}"), dict)
+    except (json.JSONDecodeError, RecursionError):
+        return False
 
 
 def loads(text: str) -> object:
-    """``json.loads(text)``, except that a pretty-printed report loses its ``rules``.
-    Raises what ``json.loads`` raises (for the whole text)."""
+    """``json.loads(text)``, except that a report (indented or compact) loses its
+    ``rules``.  Raises what ``json.loads`` raises (for the whole text)."""
     start = text.find(_RULES)
     if start > 0:
         end = text.find(_RESULTS, start)
-        if end > start:
-            try:
-                return json.loads(text[:start] + text[end:])
-            except (json.JSONDecodeError, RecursionError):
-                pass  # let the whole text say what is wrong with it
+    else:
+        start = text.find(_COMPACT_RULES)
+        end = text.find(_COMPACT_RESULTS, start) if start > 0 else -1
+        if end > start and not _top_level_member(text[:start]):
+            end = -1
+    if start > 0 and end > start:
+        try:
+            return json.loads(text[:start] + text[end:])
+        except (json.JSONDecodeError, RecursionError):
+            pass  # let the whole text say what is wrong with it
     return json.loads(text)

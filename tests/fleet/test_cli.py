@@ -186,3 +186,14 @@ def test_stdin_stream(tmp_path: Path) -> None:
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["groups"][0]["nodes"]["hosts"] == "gpu[01-02]"
+
+
+def test_default_jobs_leave_a_cpu_to_the_stdin_reader(monkeypatch: pytest.MonkeyPatch) -> None:
+    from aiaudit.fleet import collect
+
+    monkeypatch.setattr(collect.os, "sched_getaffinity", lambda _pid: {0, 1}, raising=False)
+    assert collect.default_jobs(["reports/"]) == 2
+    assert collect.default_jobs(["-"]) == 1
+    assert collect.default_jobs(["-", "more/"]) == 2
+    monkeypatch.setattr(collect.os, "sched_getaffinity", lambda _pid: set(range(32)))
+    assert collect.default_jobs(["-"]) == 8

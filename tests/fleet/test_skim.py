@@ -23,10 +23,24 @@ def test_a_real_report_loses_only_its_rules() -> None:
     assert skim.loads(text) == _without_rules(d)
 
 
-def test_compact_and_other_indentations_decode_whole() -> None:
+def test_compact_reports_lose_their_rules_and_other_forms_decode_whole() -> None:
     d = report("gpu001")
+    assert skim.loads(json.dumps(d, separators=(",", ":"))) == _without_rules(d)
     for text in (json.dumps(d), json.dumps(d, indent=4)):
         assert skim.loads(text) == d
+
+
+def test_a_nested_rules_key_is_not_cut() -> None:
+    """``,"rules":[`` below the top level (here before the top-level one, with a nested
+    ``"results"`` after it) is no marker: the document decodes as json.loads does."""
+    d = {"host": {"x": 1, "rules": [1, {"a": 2}], "results": [3]}, "rules": [4],
+         "results": [5]}
+    text = json.dumps(d, separators=(",", ":"))
+    assert skim.loads(text) == json.loads(text)
+    # a "results" inside the rules ends no cut: the whole text is decoded
+    inside = {"a": 0, "rules": [{"p": 1, "results": [2]}, 3], "results": [6]}
+    text = json.dumps(inside, separators=(",", ":"))
+    assert skim.loads(text) == inside
 
 
 def test_marker_text_inside_strings_is_not_a_marker() -> None:
@@ -62,6 +76,26 @@ def test_any_document_decodes_as_json_loads_less_rules(d: dict) -> None:
     if ("rules" in keys and "results" in keys and keys.index("rules") < keys.index("results")
             and isinstance(want["rules"], list) and isinstance(want["results"], list)):
         # the cut drops the rules and whatever stands between them and the results
+        between = keys[keys.index("rules"):keys.index("results")]
+        want = {k: v for k, v in want.items() if k not in between}
+    assert got == want
+
+
+_nested = st.recursive(st.none() | st.integers() | st.text(max_size=10),
+                       lambda c: st.lists(c, max_size=3)
+                       | st.dictionaries(st.sampled_from(["rules", "results", "a", ",\"rules\":["]),
+                                         c, max_size=3), max_leaves=15)
+
+
+@given(st.dictionaries(st.sampled_from(["a", "rules", "results", "z"]), _nested, max_size=5))
+def test_any_compact_document_decodes_as_json_loads_less_rules(d: dict) -> None:
+    """Compact text, with ``rules`` and ``results`` keys nested anywhere too."""
+    text = json.dumps(d, separators=(",", ":"))
+    got = skim.loads(text)
+    want = json.loads(text)
+    keys = list(want)
+    if ("rules" in keys and "results" in keys and 0 < keys.index("rules") < keys.index("results")
+            and isinstance(want["rules"], list) and isinstance(want["results"], list)):
         between = keys[keys.index("rules"):keys.index("results")]
         want = {k: v for k, v in want.items() if k not in between}
     assert got == want
