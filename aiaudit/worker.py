@@ -22,6 +22,7 @@ with no third-party rule never forks.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
 import signal
@@ -156,6 +157,11 @@ class Worker:
             except ChildProcessError:
                 status = None
             self._reaped = True
+            # what a check started and left behind (a `sleep` holding the scan's stderr,
+            # which a prolog's `$(...)` would wait for) ends with the worker: the group's id
+            # cannot be reused while a member is alive, so this signals only the leftovers
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.pid, signal.SIGKILL)
         self.status = status
 
     def kill(self) -> None:
