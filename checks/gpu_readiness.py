@@ -293,7 +293,7 @@ def run_nouveau(ctx: CheckContext) -> Iterator[Result]:
     else:
         yield Result(Status.FAIL, "nouveau", f"{how}: nouveau binds the GPUs at boot before "
                      "the NVIDIA driver", expected="blacklisted", actual="not blacklisted",
-                     aspect=Aspect.PERSISTED, remediation=NOUVEAU_FIX)
+                     aspect=Aspect.PERSISTED, evidence=ev, remediation=NOUVEAU_FIX)
 
 
 # ------------------------------------------------------------------ nvidia-uvm
