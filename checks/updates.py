@@ -193,6 +193,8 @@ def run_security(ctx: CheckContext) -> Iterator[Result]:
             iarch = info.get("Architecture", "")
             if arch not in ("all", iarch) and iarch != "all":
                 continue
+            if ver == have and pkg not in pending:  # the same version string: not newer
+                continue
             try:
                 newer = version_key(ver) > version_key(have)
             except ValueError:

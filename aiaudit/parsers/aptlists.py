@@ -10,6 +10,7 @@ Its content is deb822 stanzas (deb-packages(5)): ``Package``, ``Architecture``,
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 from aiaudit.errors import ParseError
 from aiaudit.parsers import lazy_pattern
@@ -38,8 +39,23 @@ def is_security_suite(filename: str) -> bool:
     return suite.endswith("-security") or (suite.endswith("/updates") and "security" in filename)
 
 
-_PKG = lazy_pattern(r"^Package: *(\S+) *$", re.M)
+# A ``Package:`` line after the first one of the list: the pattern starts with a literal,
+# so the regular-expression engine jumps between candidates with a fast substring search
+# (``^Package`` under re.M tried a match at every position: 16 ms for a 2.5 MB list, 1.5 ms
+# now).  The first line of the list is matched on its own.
+_PKG = lazy_pattern(r"\nPackage: *(\S+) *$", re.M)
+_PKG_FIRST = lazy_pattern(r"Package: *(\S+) *$", re.M)
 _END = lazy_pattern(r"\n[ \t]*\n")
+
+
+def _package_lines(text: str) -> Iterator[tuple[str, int, int]]:
+    """``(name, start, end)`` of every ``Package:`` line of ``text`` (at its start or after
+    a newline), in order; ``start`` is where the line begins."""
+    first = _PKG_FIRST().match(text)
+    if first:
+        yield first.group(1), 0, first.end()
+    for m in _PKG().finditer(text):
+        yield m.group(1), m.start() + 1, m.end()
 
 
 def packages(text: str, wanted: set[str] | None = None) -> list[tuple[str, str, str]]:
@@ -49,13 +65,15 @@ def packages(text: str, wanted: set[str] | None = None) -> list[tuple[str, str, 
     if "\x00" in text:
         raise ParseError("binary content (NUL byte)")
     out = []
-    for m in _PKG().finditer(text):
-        if wanted is not None and m.group(1) not in wanted:
+    for name, begin, end in _package_lines(text):
+        if wanted is not None and name not in wanted:
             continue
-        start = text.rfind("\n\n", 0, m.start()) + 1
-        end_m = _END().search(text, m.end())
+        start = text.rfind("\n\n", 0, begin) + 1
+        for sep in _END().finditer(text, start, begin):  # a whitespace-only line between
+            start = sep.end()
+        end_m = _END().search(text, end)
         stanza = text[start:end_m.start() if end_m else len(text)]
         fields = dict(_FIELD().findall(stanza))
-        if fields.get("Package") == m.group(1) and "Version" in fields:
+        if fields.get("Package") == name and "Version" in fields:
             out.append((fields["Package"], fields["Version"], fields.get("Architecture", "")))
     return out

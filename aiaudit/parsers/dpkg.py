@@ -34,18 +34,25 @@ def parse_stanzas(stanzas: list[str], hints: tuple[str, ...] = ()
         stanzas = [stanzas[i] for i in sorted(keep)]
     out: dict[str, dict[str, str]] = {}
     for stanza in stanzas:
-        fields: dict[str, str] = {}
-        for line in stanza.splitlines():
-            if not line or line[0] in " \t#":
-                continue
-            key, sep, value = line.partition(":")
-            if sep:
-                fields[key.strip()] = value.strip()
+        fields = _fields(stanza)
         name = fields.get("Package")
         if not name or not fields.get("Status", "").endswith(" installed"):
             continue
         out.setdefault(name, fields)
     return out
+
+
+def _fields(stanza: str) -> dict[str, str]:
+    """The fields of one stanza (a later line wins; continuation and comment lines are
+    skipped)."""
+    fields: dict[str, str] = {}
+    for line in stanza.splitlines():
+        if not line or line[0] in " \t#":
+            continue
+        key, sep, value = line.partition(":")
+        if sep:
+            fields[key.strip()] = value.strip()
+    return fields
 
 
 def stanzas_containing(text: str, hints: tuple[str, ...], max_hits: int | None = None
@@ -95,38 +102,41 @@ def stanzas_containing(text: str, hints: tuple[str, ...], max_hits: int | None =
 
 def index_stanzas(stanzas: list[str]) -> tuple[dict[str, list[int]], list[int]]:
     """Where each package's stanzas are, so that a scan asking for a few packages parses
-    only theirs without searching every stanza for every name: ``(by_name, unclear)``.
+    only theirs without searching every stanza for every name: ``(by_name, nameless)``.
 
     ``by_name[n]``: indices of the stanzas that :func:`parse_stanzas` reads as package
-    ``n`` (its first line is ``Package:n``, printable, so one line for ``splitlines``, and
-    ``Package`` occurs nowhere else in it, so no other line can name a package);
-    ``unclear``: the indices of every other stanza, which only a full parse can name.
+    ``n``.  Most are named by their first line (``Package:n``, printable, so one line for
+    ``splitlines``, and ``Package`` occurs nowhere else in it, so no other line can name a
+    package); the few others (a description that says "Package") are parsed once here.
+    ``nameless``: stanzas without a ``Package`` field, which no lookup can find.
     One pass over the database instead of one per name asked (with 863 packages, the ten
     lookups of a scan searched 7.8 MB); for a rule that looks up many packages."""
     by_name: dict[str, list[int]] = {}
-    unclear: list[int] = []
+    nameless: list[int] = []
     for i, stanza in enumerate(stanzas):
         end = stanza.find("\n")
         first = stanza[:end] if end >= 0 else stanza
         if (first.startswith("Package:") and first.isprintable()
                 and stanza.count("Package") == 1):
-            by_name.setdefault(first[8:].strip(), []).append(i)
+            name: str | None = first[8:].strip()
         else:
-            unclear.append(i)
-    return by_name, unclear
+            name = _fields(stanza).get("Package")
+        if name:
+            by_name.setdefault(name, []).append(i)
+        else:
+            nameless.append(i)
+    return by_name, nameless
 
 
 def select_stanzas(stanzas: list[str], index: tuple[dict[str, list[int]], list[int]],
                    names: tuple[str, ...] = (), prefixes: tuple[str, ...] = ()) -> list[str]:
-    """The stanzas, in database order, that may describe a package named one of ``names``
-    or starting with one of ``prefixes`` (``index`` from :func:`index_stanzas`): parsing
-    them with :func:`parse_stanzas` finds those packages exactly as parsing everything."""
-    by_name, unclear = index
+    """The stanzas, in database order, that describe a package named one of ``names`` or
+    starting with one of ``prefixes`` (``index`` from :func:`index_stanzas`): parsing them
+    with :func:`parse_stanzas` finds those packages exactly as parsing everything."""
+    by_name = index[0]
     keep = [i for n in names for i in by_name.get(n, ())]
     if prefixes:
         keep += [i for n, idx in by_name.items() if n.startswith(prefixes) for i in idx]
-    for h in names + prefixes:
-        keep += [i for i in unclear if h in stanzas[i]]
     return [stanzas[i] for i in sorted(set(keep))]
 
 

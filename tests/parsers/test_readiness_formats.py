@@ -4,6 +4,8 @@ ParseError for any text."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -104,3 +106,50 @@ def test_any_text(text: str) -> None:
             fn(text)
         except ParseError:
             pass
+
+
+_LIST_FIELD = st.sampled_from(["Package", "Version", "Architecture", "Depends", "Description"])
+
+
+@st.composite
+def _apt_list(draw: st.DrawFn) -> str:
+    """A Packages list: stanzas with their fields in any order, ``Field:value`` with zero
+    or more spaces, continuation lines that look like fields, and blank or whitespace-only
+    separator lines."""
+    out = []
+    for i in range(draw(st.integers(0, 6))):
+        fields = draw(st.lists(_LIST_FIELD, min_size=1, max_size=5, unique=True))
+        if draw(st.booleans()) and "Package" not in fields:
+            fields.append("Package")
+        lines = []
+        for f in fields:
+            value = draw(st.sampled_from(["a", "b", "1.0-1", "2:3", "all", "amd64"]))
+            lines.append(f"{f}:{' ' * draw(st.integers(0, 2))}{value}")
+            if draw(st.integers(0, 4)) == 0:
+                lines.append(f" Package: fake{i}")
+        sep = draw(st.sampled_from(["\n", " \n", "\t\n", "\n\n"]))
+        out.append("\n".join(lines) + "\n" + (sep if i else ""))
+    return "".join(reversed(out))
+
+
+def _packages_reference(text: str, wanted: set[str] | None) -> list[tuple[str, str, str]]:
+    """Stanzas split at every blank or whitespace-only line, the three fields read line by
+    line (a later line wins)."""
+    out, stanza = [], []
+    for line in [*text.split("\n"), ""]:
+        if line.strip(" \t"):
+            stanza.append(line)
+            continue
+        fields = dict(m.groups() for m in map(re.compile(
+            r"(Package|Version|Architecture): *(\S+) *$").match, stanza) if m)
+        stanza = []
+        if "Package" in fields and "Version" in fields and (
+                wanted is None or fields["Package"] in wanted):
+            out.append((fields["Package"], fields["Version"], fields.get("Architecture", "")))
+    return out
+
+
+@given(_apt_list(), st.sampled_from([None, {"a"}, {"b"}, {"a", "b"}]))
+def test_packages_match_a_stanza_split(text: str, wanted: set[str] | None) -> None:
+    """The walk over ``Package:`` lines finds what splitting the list into stanzas finds."""
+    assert aptlists.packages(text, wanted) == _packages_reference(text, wanted)
