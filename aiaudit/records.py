@@ -9,8 +9,9 @@ budget is a few times Python's own start-up).
 
 ``record`` lets :mod:`dataclasses` collect the fields (so ``dataclasses.fields``,
 ``replace``, ``asdict``, ``astuple``, ``is_dataclass`` and ``__match_args__`` work
-unchanged), builds ``__init__`` from a template compiled once per shape of fields (required,
-default, factory) with the field names put into the code object, and gives every class the same
+unchanged), builds ``__init__`` from a template compiled once per number of fields
+(defaults on the function, default factories applied by one shared call) with the field
+names put into the code object, and gives every class the same
 shared ``__eq__``, ``__hash__``, ``__repr__`` and, when frozen, ``__setattr__`` and
 ``__delattr__``, which read the fields through one per-class ``operator.attrgetter``.  The
 behaviour is that of ``@dataclass(frozen=True)`` (or plain ``@dataclass`` with
@@ -101,48 +102,53 @@ def _unsupported(cls: type, fields: list[dataclasses.Field[Any]]) -> str | None:
     return None
 
 
-_TEMPLATES: dict[tuple[str, ...], CodeType] = {}
-"""``__init__`` code per shape of fields, compiled once per process."""
+_TEMPLATES: dict[int, CodeType] = {}
+"""``__init__`` code per number of fields, compiled once per process."""
 
 
-def _template(shape: tuple[str, ...]) -> CodeType:
-    """The code of an ``__init__`` for fields of these kinds (``r`` required, ``d`` with a
-    default, ``f`` with a default factory), with placeholder names: parameter ``_fN`` sets
-    attribute ``"\0N"`` (a string no identifier can equal).  Record classes share a few
-    dozen shapes, so most classes reuse a template instead of compiling their own."""
-    code = _TEMPLATES.get(shape)
+def _template(count: int) -> CodeType:
+    """The code of an ``__init__`` for ``count`` fields, with placeholder names: parameter
+    ``_fN`` sets attribute ``"\0N"`` (a string no identifier can equal).  Defaults are not
+    part of the code (they live in the function's ``__defaults__``) and default factories
+    are applied by one call at the end, so the code depends only on the number of fields:
+    the record classes of a scan share a dozen templates (a compilation each) instead of
+    one per layout of required, default and factory fields (54 of them)."""
+    code = _TEMPLATES.get(count)
     if code is None:
-        params, body = ["self"], []
-        for i, kind in enumerate(shape):
-            params.append(f"_f{i}" if kind == "r" else f"_f{i}=None")
-            value = f"__factory_{i}() if _f{i} is __has_factory else _f{i}" if kind == "f" \
-                else f"_f{i}"
-            body.append(f"    __object_setattr(self, {chr(0) + str(i)!r}, {value})\n")
-        src = f"def __init__({', '.join(params)}):\n{''.join(body) or '    pass'}\n"
+        params = ["self", *(f"_f{i}" for i in range(count))]
+        body = [f"    __object_setattr(self, {chr(0) + str(i)!r}, _f{i})\n"
+                for i in range(count)]
+        src = (f"def __init__({', '.join(params)}):\n{''.join(body)}"
+               "    if __factories:\n        __fill(self, __factories)\n")
         ns: dict[str, Any] = {}
         exec(src, {}, ns)
-        code = _TEMPLATES[shape] = ns["__init__"].__code__
+        code = _TEMPLATES[count] = ns["__init__"].__code__
     return code
+
+
+def _fill(self: Any, factories: tuple[tuple[str, Callable[[], Any]], ...]) -> None:
+    """Give every field still holding the factory sentinel a fresh value of its factory."""
+    for name, factory in factories:
+        if getattr(self, name) is _HAS_FACTORY:
+            object.__setattr__(self, name, factory())
 
 
 def _make_init(cls: type, fields: list[dataclasses.Field[Any]]) -> Callable[..., None]:
     """``__init__`` for ``fields``, as a frozen dataclass's: parameters named and ordered as
     the fields, defaults and default factories applied, values set with
-    ``object.__setattr__``.  Built from the shape's template (:func:`_template`) with the
-    field names put in (``CodeType.replace``): no compilation per class."""
-    glb: dict[str, Any] = {"__object_setattr": object.__setattr__, "__has_factory": _HAS_FACTORY}
-    shape, defaults = [], []
-    for i, f in enumerate(fields):
+    ``object.__setattr__``.  Built from the template for this many fields
+    (:func:`_template`) with the field names put in (``CodeType.replace``): no compilation
+    per class."""
+    defaults, factories = [], []
+    for f in fields:
         if f.default_factory is not dataclasses.MISSING:
-            glb[f"__factory_{i}"] = f.default_factory
-            shape.append("f")
+            factories.append((f.name, f.default_factory))
             defaults.append(_HAS_FACTORY)
         elif f.default is not dataclasses.MISSING:
-            shape.append("d")
             defaults.append(f.default)
-        else:
-            shape.append("r")
-    code = _template(tuple(shape))
+    glb: dict[str, Any] = {"__object_setattr": object.__setattr__, "__fill": _fill,
+                           "__factories": tuple(factories)}
+    code = _template(len(fields))
     names = [f.name for f in fields]
     consts = tuple(names[int(c[1:])] if isinstance(c, str) and c[:1] == "\0" else c
                    for c in code.co_consts)
@@ -154,6 +160,68 @@ def _make_init(cls: type, fields: list[dataclasses.Field[Any]]) -> Callable[...,
     init.__module__ = cls.__module__
     init.__annotations__ = {**{f.name: f.type for f in fields}, "return": None}
     return init
+
+
+def _params(frozen: bool) -> Any:
+    """A ``__dataclass_params__`` value as ``dataclass(init=False, repr=False, eq=False,
+    frozen=frozen)`` writes it (taken from a class dataclasses processed: its constructor
+    differs between Python versions); shared, since nothing changes it."""
+
+    @dataclasses.dataclass(init=False, repr=False, eq=False, frozen=frozen)
+    class Prototype:
+        """Documented: else dataclasses asks ``inspect.signature`` for a docstring."""
+
+    return Prototype.__dataclass_params__  # type: ignore[attr-defined]
+
+
+_PARAMS = {True: _params(True), False: _params(False)}
+_NOT_PLAIN = ("ClassVar", "InitVar", "KW_ONLY")
+"""Annotation texts dataclasses gives a meaning other than "a field"."""
+
+
+def _collect_fields(cls: type, frozen: bool) -> bool:
+    """What ``dataclasses.dataclass(init=False, repr=False, eq=False)`` does to a plain
+    class, done directly: the fields in annotation order (a :class:`dataclasses.Field` per
+    annotation, from ``field(...)`` or the default value), class attributes holding a
+    ``Field`` replaced by its default (or removed), a mutable default refused as
+    dataclasses refuses it, ``__dataclass_fields__``, ``__dataclass_params__`` and
+    ``__match_args__`` set.  dataclasses matches every string annotation against
+    ``ClassVar``, ``InitVar`` and ``KW_ONLY`` in the module's namespace (three lookups a
+    field: about half the cost of a record class).  Returns ``False``, changing nothing,
+    for anything but the plain case (a base class, such an annotation, a ``Field`` without
+    annotation): dataclasses then processes the class."""
+    if cls.__bases__ != (object,):
+        return False
+    own = cls.__dict__
+    annotations = own.get("__annotations__", {})
+    for typ in annotations.values():
+        if not isinstance(typ, str) or any(w in typ for w in _NOT_PLAIN):
+            return False
+    if any(isinstance(v, dataclasses.Field) and k not in annotations for k, v in own.items()):
+        return False
+    fields: dict[str, dataclasses.Field[Any]] = {}
+    for name, typ in annotations.items():
+        value = own.get(name, dataclasses.MISSING)
+        f = value if isinstance(value, dataclasses.Field) else dataclasses.field(default=value)
+        f.name, f.type = name, typ
+        f._field_type = dataclasses._FIELD  # type: ignore[attr-defined]
+        if f.kw_only is dataclasses.MISSING:  # the decorator's kw_only=False
+            f.kw_only = False  # type: ignore[assignment]
+        if f.default is not dataclasses.MISSING and f.default.__class__.__hash__ is None:
+            raise ValueError(f"mutable default {type(f.default)} for field {name} is not "
+                             "allowed: use default_factory")
+        fields[name] = f
+    for name, f in fields.items():
+        if isinstance(own.get(name), dataclasses.Field):
+            if f.default is dataclasses.MISSING:
+                delattr(cls, name)
+            else:
+                setattr(cls, name, f.default)
+    cls.__dataclass_fields__ = fields  # type: ignore[attr-defined]
+    cls.__dataclass_params__ = _PARAMS[frozen]  # type: ignore[attr-defined]
+    if "__match_args__" not in own:
+        cls.__match_args__ = tuple(n for n, f in fields.items() if f.init)  # type: ignore[attr-defined]
+    return True
 
 
 @overload
@@ -171,7 +239,9 @@ def record(cls: Any = None, /, *, frozen: bool = True) -> Any:
         undocumented = cls.__doc__ is None
         if undocumented:  # else dataclasses asks inspect.signature for one: ~3 ms, once
             cls.__doc__ = "record"  # any non-empty text: replaced below
-        cls = dataclasses.dataclass(init=False, repr=False, eq=False)(cls)
+        if not _collect_fields(cls, frozen):  # the general case: dataclasses decides
+            cls = dataclasses.dataclass(init=False, repr=False, eq=False)(cls)
+            cls.__dataclass_params__.frozen = frozen  # type: ignore[attr-defined]
         fields = [f for f in cls.__dataclass_fields__.values()  # type: ignore[attr-defined]
                   if f._field_type is dataclasses._FIELD]  # type: ignore[attr-defined]
         why = _unsupported(cls, fields)
@@ -196,7 +266,6 @@ def record(cls: Any = None, /, *, frozen: bool = True) -> Any:
         if frozen:
             cls.__setattr__ = _frozen_setattr  # type: ignore[method-assign,assignment]
             cls.__delattr__ = _frozen_delattr  # type: ignore[method-assign,assignment]
-            cls.__dataclass_params__.frozen = True  # type: ignore[attr-defined]
         return cls
 
     return wrap if cls is None else wrap(cls)

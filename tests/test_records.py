@@ -157,6 +157,17 @@ def test_init_from_a_template_matches_dataclass_init(shape: list[str], data) -> 
          f"@dataclasses.dataclass(frozen=True)\nclass D:\n{body}", ns)
     R, D = ns["R"], ns["D"]
     assert str(inspect.signature(R)) == str(inspect.signature(D))
+
+    def described(cls: type) -> list[tuple]:
+        return [(f.name, f.type, f.default, f.default_factory is dataclasses.MISSING or
+                 f.default_factory(), f.init, f.repr, f.hash,
+                 f.compare, f.metadata, f.kw_only, f._field_type)
+                for f in cls.__dataclass_fields__.values()]
+    # the fields are collected without dataclasses: the same Field objects it would build
+    assert described(R) == described(D)
+    assert R.__match_args__ == D.__match_args__
+    assert R.__dataclass_params__.frozen and dataclasses.is_dataclass(R)
+    assert {n: getattr(R, n, None) for n in names} == {n: getattr(D, n, None) for n in names}
     required = [n for n, k in zip(names, shape, strict=True) if k == "r"]
     n_pos = data.draw(st.integers(0, len(names)))
     args = [data.draw(st.integers()) for _ in range(max(n_pos, len(required)))]
