@@ -29,7 +29,6 @@ passes the Host's, which re-root paths under the scanned root).
 from __future__ import annotations
 
 import fnmatch
-import ipaddress
 import re
 from dataclasses import field
 from typing import Callable, Iterator, Mapping, Sequence
@@ -860,6 +859,8 @@ def listen_printed(la: ListenAddress, ports: Sequence[str]) -> list[str]:
     parsed = addr_pton(la.host)
     host = la.host
     if parsed is not None:
+        import ipaddress  # only for numeric ListenAddress lines: not at every start-up
+
         bits, value = parsed
         host = str(ipaddress.IPv4Address(value) if bits == 32 else ipaddress.IPv6Address(value))
     if ":" in host:
@@ -903,6 +904,8 @@ def addr_pton(text: str) -> tuple[int, int] | None:
             return 32, int.from_bytes(socket.inet_aton(text), "big")
         except (OSError, ValueError):
             return None
+    import ipaddress  # an IPv6 literal: rare, and the module costs 16 M instructions
+
     try:
         return 128, int(ipaddress.IPv6Address(text))
     except ValueError:
