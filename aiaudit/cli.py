@@ -186,10 +186,20 @@ def _add_ruleset(p: argparse.ArgumentParser) -> None:
                         f"{DEFAULT_RULESET})")
 
 
-def _load_ruleset(ref: str, *, validate: bool | None = None):
+def _load_ruleset(ref: str, *, validate: bool | None = None,
+                  only: Sequence[str] = (), skip: Sequence[str] = ()):
+    """The ruleset; with ``only``/``skip``, a shipped ruleset binds just the rules that run
+    (a one-rule scan does not import every check module)."""
     from aiaudit import plugins, ruleset
 
-    return ruleset.load(ref, plugins.registry(), validate=validate)
+    select = None
+    if only or skip:
+        wanted, unwanted = set(only), set(skip)
+
+        def select(rid: str) -> bool:
+            return (not wanted or rid in wanted) and rid not in unwanted
+
+    return ruleset.load(ref, plugins.registry(), validate=validate, select=select)
 
 
 def _resolve_user(args: argparse.Namespace, rs_settings: dict[str, Any]
@@ -555,8 +565,8 @@ def cmd_scan(args: argparse.Namespace) -> int:
     deadline = Deadline(args.timeout or (PROLOG_TIMEOUT if args.prolog else DEFAULT_TIMEOUT))
     reg = plugins.registry(deadline)
     outputs = _parse_outputs(args, reg.reporters)
-    rs = _load_ruleset(args.ruleset)
-    ids = {r.id for r in rs.rules} | set(rs.disabled)
+    rs = _load_ruleset(args.ruleset, only=args.only, skip=args.skip)
+    ids = {r.id for r in rs.rules} | set(rs.disabled) | set(rs.unbound)
     for rid in [*args.only, *args.skip]:
         if rid not in ids:
             raise UsageError(f"unknown rule {rid!r} in ruleset {rs.name}")

@@ -12,7 +12,7 @@ import json
 import os
 from dataclasses import field
 from functools import cache
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from aiaudit import composite, resources
 from aiaudit.api import CheckSpec
@@ -59,6 +59,9 @@ class Ruleset:
     source: str = ""
     """Which file was used, for the report: ``aiaudit.rulesets/NAME.yaml`` (shipped), the
     plugin's origin, or the absolute path of a ruleset file."""
+    unbound: tuple[str, ...] = ()
+    """Ids of enabled rules of a shipped ruleset that the run does not select (``--only``,
+    ``--skip``): not bound, so their check modules are never imported."""
 
     def get(self, rule_id: str) -> Rule | None:
         """The rule with ``rule_id``, or ``None``."""
@@ -174,11 +177,15 @@ def _load_doc(ref: str, registry: Registry, base_dir: str | None,
     return _Raw(doc, trusted, real)
 
 
-def load(ref: str, registry: Registry, *, validate: bool | None = None) -> Ruleset:
+def load(ref: str, registry: Registry, *, validate: bool | None = None,
+         select: Callable[[str], bool] | None = None) -> Ruleset:
     """Load ruleset ``ref`` (shipped name or path), follow ``extends``, validate, bind.
 
-    ``validate=None`` validates everything except shipped rulesets.  Raises
-    :class:`RulesetError` listing every problem, or :class:`UsageError`.
+    ``validate=None`` validates everything except shipped rulesets.  ``select``: whether
+    the run needs a rule (``--only``/``--skip``); a shipped ruleset binds only those (the
+    others are listed in :attr:`Ruleset.unbound`), a ruleset file binds every rule, since
+    binding validates it.  Raises :class:`RulesetError` listing every problem, or
+    :class:`UsageError`.
     """
     from aiaudit import yamlpos
 
@@ -222,10 +229,11 @@ def load(ref: str, registry: Registry, *, validate: bool | None = None) -> Rules
             raise RulesetError([f"{raw.doc.where(['extends'])}: extends: a NUL byte at "
                                 f"character {ref_now.index(chr(0)) + 1} of the name"])
         base_dir = os.path.dirname(raw.path) if raw.path else None
-    return _merge_and_bind(list(reversed(chain)), registry, validate)
+    return _merge_and_bind(list(reversed(chain)), registry, validate, select)
 
 
-def _merge_and_bind(chain: list[_Raw], registry: Registry, validate: bool | None) -> Ruleset:
+def _merge_and_bind(chain: list[_Raw], registry: Registry, validate: bool | None,
+                    select: Callable[[str], bool] | None = None) -> Ruleset:
     """Apply the chain base-first; then bind each rule to its check and check params."""
     rules: dict[str, dict[str, Any]] = {}
     where: dict[str, tuple[Located, list[str | int]]] = {}
@@ -262,10 +270,15 @@ def _merge_and_bind(chain: list[_Raw], registry: Registry, validate: bool | None
                 params_where[rid] = (raw.doc, ["overrides", rid, "params"])
     top = chain[-1].doc.data
     bound: list[Rule] = []
+    unbound: list[str] = []
     trusted = all(r.trusted for r in chain)
+    lazy = select is not None and trusted and validate is not True
     for rid, rule in rules.items():
         if rule.get("enabled") is False:
             disabled.append(rid)
+            continue
+        if lazy and not select(rid):  # type: ignore[misc]
+            unbound.append(rid)
             continue
         doc, path = where[rid]
         kind = next((k for k in composite.KINDS if k in rule), None)
@@ -320,6 +333,7 @@ def _merge_and_bind(chain: list[_Raw], registry: Registry, validate: bool | None
         origin=chain[-1].doc.origin,
         disabled=tuple(disabled),
         source=chain[-1].path or chain[-1].doc.origin,
+        unbound=tuple(unbound),
     )
 
 

@@ -28,6 +28,12 @@ figure compared is the instruction count (``valgrind --tool=callgrind``: stable 
 machine), else the median wall time::
 
     python3 bench/bench.py --scale --callgrind [--sizes 0,1,2] [--json F] [--check]
+
+``--instructions`` prints the instruction counts (callgrind) and peak RSS of the scans users
+run on this host: live JSON and text, one rule (start-up), a site ruleset that extends
+dl-training, a ``--state`` run (the SIEM timer), a small offline root and the prolog::
+
+    python3 bench/bench.py --instructions --aiaudit /tmp/bench-venv/bin/aiaudit [--json F]
 """
 
 from __future__ import annotations
@@ -317,11 +323,63 @@ def scale(args: argparse.Namespace, exe: str) -> int:
     return 0 if (worst <= 1.3 and rss <= 40) or not args.check else 1
 
 
+SITE_RULESET = """\
+ruleset: bench-site
+version: "1.0"
+extends: dl-training
+overrides:
+  SYSCTL-VM-SWAPPINESS: {severity: high, params: {value: 1}}
+"""
+"""A site ruleset as the README shows one: the shipped rules with one override (a file is
+validated, the shipped ruleset is not)."""
+
+
+def instructions(args: argparse.Namespace, exe: str) -> int:
+    """``--instructions``: instruction counts (callgrind) and peak RSS of the scans users
+    run, on this host: the figures of issue 20's live targets, stable on a busy machine."""
+    tmp = Path(tempfile.mkdtemp(prefix="aiaudit-bench-instr-"))
+    rows: dict[str, dict[str, float]] = {}
+    try:
+        small = make_host(tmp / "small", cpus=4, cstates=4, nvme=1, sysctl_files=3)
+        site = tmp / "site.yaml"
+        site.write_text(SITE_RULESET)
+        state = tmp / "state.json"
+        scan = [exe, "scan", "--user", "root", "--timeout", "3600", "--rule-timeout", "3600"]
+        dl = [*scan, "--ruleset", "dl-training"]
+        cases = {
+            "python -c pass": [interpreter_of(exe), "-c", "pass"],
+            "live json": [*dl, "--format", "json"],
+            "live text": [*dl, "--format", "text"],
+            "live json, one rule": [*dl, "--format", "json", "--only", "SYSCTL-VM-SWAPPINESS"],
+            "live json, site ruleset": [*scan, "--ruleset", str(site), "--format", "json"],
+            "live json, --state": [*dl, "--format", "json", "--state", str(state)],
+            "small root json": [*dl, "--root", str(small), "--live", "--format", "json"],
+            "prolog": [*scan, "--prolog", "--ruleset", "slurm-preflight", "--format", "json"],
+        }
+        for name, argv in cases.items():
+            measure(argv, 1, str(tmp))  # warm the page cache and .pyc files (and --state)
+            rows[name] = {"minstr": callgrind(argv, str(tmp)) / 1e6,
+                          "peak_rss_mb": measure(argv, 1, str(tmp))["peak_rss_mb"]}
+            print(f"{name:<26} {rows[name]['minstr']:>9.1f} M instructions  "
+                  f"peak {rows[name]['peak_rss_mb']:.1f} MB", flush=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    rss = max(r["peak_rss_mb"] for r in rows.values())
+    print(f"\npeak_rss_mb (<= 40)        {rss:8.2f}  {'ok' if rss <= 40 else 'MISSED'}")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"instructions": rows, "aiaudit": exe},
+                                              indent=2))
+    return 0 if rss <= 40 or not args.check else 1
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--runs", type=int, default=15)
     ap.add_argument("--scale", action="store_true",
                     help="all rules vs one rule on growing sysctl.d / sshd configurations")
+    ap.add_argument("--instructions", action="store_true",
+                    help="instruction counts (valgrind) and peak RSS of the live scans, the "
+                         "site-ruleset and --state runs, a small root and the prolog")
     ap.add_argument("--callgrind", action="store_true",
                     help="--scale: compare instruction counts (valgrind), not wall time")
     ap.add_argument("--sizes", default="0,1,2",
@@ -334,6 +392,8 @@ def main() -> int:
         or "aiaudit"
     if args.scale:
         return scale(args, exe)
+    if args.instructions:
+        return instructions(args, exe)
     python = interpreter_of(exe)
     editable = is_editable(python)
     tmp = Path(tempfile.mkdtemp(prefix="aiaudit-bench-"))

@@ -77,6 +77,37 @@ def test_shipped_ruleset_does_not_import_jsonschema() -> None:
     assert out.stdout.strip() == "False"
 
 
+def test_a_shipped_ruleset_binds_only_the_selected_rules() -> None:
+    """``--only``/``--skip``: the rules that do not run are listed, not bound, and the
+    rules that run are bound exactly as without a selection."""
+    full = ruleset.load("dl-training", REG)
+    one = ruleset.load("dl-training", REG, select=lambda rid: rid == "SYSCTL-VM-SWAPPINESS")
+    assert [r.id for r in one.rules] == ["SYSCTL-VM-SWAPPINESS"]
+    assert one.rules[0] == full.get("SYSCTL-VM-SWAPPINESS")
+    assert sorted(one.unbound) == sorted(r.id for r in full.rules[1:]) and not full.unbound
+    assert one.disabled == full.disabled
+
+
+def test_a_ruleset_file_binds_every_rule_whatever_is_selected() -> None:
+    """Binding a file validates it: a bad rule is an error even when it would not run."""
+    with pytest.raises(RulesetError):
+        ruleset.load(str(RS / "bad-params.yaml"), REG, select=lambda rid: False)
+    rs = ruleset.load(str(RS / "small.yaml"), REG, select=lambda rid: False)
+    assert len(rs.rules) == 2 and rs.unbound == ()
+
+
+def test_a_one_rule_scan_imports_only_its_check_module() -> None:
+    code = ("import sys\nfrom aiaudit.cli import main\n"
+            "main(['scan', '--ruleset', 'dl-training', '--only', 'SYSCTL-VM-SWAPPINESS', "
+            "'--format', 'json', '--output', '/dev/null', '--root', sys.argv[1]])\n"
+            "print(sorted(m for m in sys.modules if m.startswith('aiaudit.checks.')))")
+    out = subprocess.run([sys.executable, "-c", code, str(FIXTURES / "roots" /
+                          "sysctl-etc-overrides-vendor" / "root")],
+                         capture_output=True, text=True, check=False)
+    assert out.stdout.strip().splitlines()[-1] == "['aiaudit.checks.sysctl']", \
+        out.stderr
+
+
 def test_is_path(tmp_path, monkeypatch) -> None:
     assert ruleset.is_path("./x") and ruleset.is_path("x.yaml") and ruleset.is_path("a/b")
     assert ruleset.is_path("x.yml")
