@@ -25,14 +25,19 @@ class Rules:
     files: tuple[str, ...]
     problems: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
+    """Invalid lines of the files parsed."""
 
 
-def load(host: Host) -> Rules:
-    """Find, order and parse every rules file (memoized per run)."""
-    return host.memo(("udev-rules",), lambda: _load(host))
+def load(host: Host, attrs: tuple[str, ...] = ()) -> Rules:
+    """Find, order and parse the rules files (memoized per run).  With ``attrs``, a file
+    that never names one of these sysfs attributes is read but not parsed: none of its
+    rules can write them (an assignment names its attribute literally, ``ATTR{queue/
+    scheduler}``, and a ``GOTO`` never leaves its file), so :func:`~aiaudit.parsers.udev.
+    attr_writes` finds the same writes; a stock host's 44 files (67 KB) name none."""
+    return host.memo(("udev-rules", attrs), lambda: _load(host, attrs))
 
 
-def _load(host: Host) -> Rules:
+def _load(host: Host, attrs: tuple[str, ...] = ()) -> Rules:
     chosen: dict[str, str] = {}
     for d in RULES_DIRS:
         for fn in host.listdir(d):
@@ -47,7 +52,11 @@ def _load(host: Host) -> Rules:
         if host.is_masked(path):
             continue
         try:
-            got, warn = up.parse(host.read_text(path), path)
+            text = host.read_text(path)
+            if attrs and "\x00" not in text and not any(a in text for a in attrs):
+                files.append(path)  # nothing in it writes these attributes
+                continue
+            got, warn = up.parse(text, path)
         except (HostError, ParseError) as exc:
             problems.append(str(exc))
             continue

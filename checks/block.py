@@ -209,7 +209,7 @@ def boot_value(host: Host, disk: Disk, attrs: tuple[str, ...], default: str | No
                default_why: str, tuned_key: str,
                tuned_map: Callable[[str], str | None] = lambda v: v) -> Boot:
     """The value of sysfs attribute ``attrs[0]`` (aliases after it) at the next boot."""
-    rules = udev.load(host)
+    rules = udev.load(host, attrs)
     dev = up.Device(disk.name, attrs=disk.attrs)
     writes: list[up.AttrWrite] = []
     for attr in attrs:
