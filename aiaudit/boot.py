@@ -32,6 +32,8 @@ BLS_DIR = "/boot/loader/entries"
 GRUB_CFGS = ("/boot/grub/grub.cfg", "/boot/grub2/grub.cfg", "/boot/efi/EFI/debian/grub.cfg")
 GRUBENVS = ("/boot/grub2/grubenv", "/boot/grub/grubenv")
 DROPIN = "/etc/default/grub.d/99-aiaudit.cfg"
+SEARCHED = (f"{BLS_DIR}/*.conf", *GRUB_CFGS, KERNEL_CMDLINE, DEFAULT_GRUB, f"{GRUB_DROPINS}/*.cfg")
+"""Where :func:`load` looks for the next boot's command line, in its order."""
 _VAR = lazy_pattern(r"\$(?:\{(\w+)\}|(\w+))")
 
 
@@ -82,6 +84,13 @@ class BootConfig:
     """What ``grub-mkconfig`` would produce from ``/etc/default/grub`` (if present)."""
     problems: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
+
+
+def not_found() -> str:
+    """``no kernel command line in boot/loader/entries/*.conf, ...``: every place
+    :func:`load` looked (:data:`SEARCHED`, root-relative), for a ``default`` evidence when
+    it found none."""
+    return "no kernel command line in " + ", ".join(p.lstrip("/") for p in SEARCHED)
 
 
 def load(host: Host) -> BootConfig:
