@@ -462,9 +462,6 @@ def run_epp(ctx: CheckContext) -> Iterator[Result]:
             else:  # the driver's (firmware's) default applies: say what was looked for
                 from aiaudit import tuned  # see default_governor
 
-                if gwin is None:
-                    gev.append(Evidence.default(governor_searched(host),
-                                                _kernel_default_unknown(host)))
                 gov = (f"the boot governor is {gwin.value} ({gwin.source}), not performance"
                        if gwin is not None else "the boot governor is unknown")
                 ev = [Evidence.default(
