@@ -317,7 +317,7 @@ def run(ctx: CheckContext) -> Iterator[Result]:
         return
     if cfg.problems:
         yield Result(Status.ERROR, "cpuidle", "boot configuration cannot be read: "
-                     + "; ".join(cfg.problems), evidence=tuple(evidence))
+                     + "; ".join(cfg.problems), evidence=(*evidence, *cfg.problem_evidence))
         return
     boot_ok: bool | None
     held_by: list[str] = []

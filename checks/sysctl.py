@@ -182,7 +182,7 @@ def _problem_evidence(path: str, exc: Exception) -> Evidence:
     value: the line of a parse error, else the file."""
     line = exc.line if isinstance(exc, ParseError) else None
     msg = str(exc)
-    for prefix in (f"{path}:{line}: ", f"{path}: "):
+    for prefix in (f"{path}:{line}: ", f"{path}: ", f"line {line}: "):
         if msg.startswith(prefix):
             msg = msg[len(prefix):]
             break

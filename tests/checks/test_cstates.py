@@ -281,3 +281,17 @@ def test_offline_command_line_without_limit_is_the_evidence(make_root) -> None:
     (r,) = run_check("cpu.cstates", make_root({"/etc/default/grub": "GRUB_TIMEOUT=5\n"}), P)
     assert r.status is Status.FAIL
     assert [(e.kind, e.source) for e in r.evidence] == [("file", "etc/default/grub")]
+
+
+def test_unreadable_boot_config_is_the_evidence_of_the_error(make_root) -> None:
+    """A bootloader file that cannot be parsed or read makes the boot value unknown: each
+    such file (it exists) is file evidence, with the line where there is one."""
+    root = make_root({"/etc/default/grub": 'GRUB_TIMEOUT=5\nGRUB_CMDLINE_LINUX="quiet\n',
+                      "/boot/grub/grub.cfg": b"#" * (4 * 1024 * 1024 + 1)})
+    (r,) = run_check("cpu.cstates", root, P)
+    assert r.status is Status.ERROR
+    assert "etc/default/grub: line 2: unterminated double quote" in r.message
+    assert [(e.kind, e.path, e.line, e.value) for e in r.evidence] == [
+        ("file", "/etc/default/grub", 2, "unterminated double quote"),
+        ("file", "/boot/grub/grub.cfg", None, r.evidence[1].value)]
+    assert "read cap" in r.evidence[1].value and "/boot" not in r.evidence[1].value
