@@ -32,6 +32,8 @@ BLS_DIR = "/boot/loader/entries"
 GRUB_CFGS = ("/boot/grub/grub.cfg", "/boot/grub2/grub.cfg", "/boot/efi/EFI/debian/grub.cfg")
 GRUBENVS = ("/boot/grub2/grubenv", "/boot/grub/grubenv")
 DROPIN = "/etc/default/grub.d/99-aiaudit.cfg"
+SEARCHED = (f"{BLS_DIR}/*.conf", *GRUB_CFGS, KERNEL_CMDLINE, DEFAULT_GRUB, f"{GRUB_DROPINS}/*.cfg")
+"""Where :func:`load` looks for the next boot's command line, in its order."""
 _VAR = lazy_pattern(r"\$(?:\{(\w+)\}|(\w+))")
 
 
@@ -82,6 +84,34 @@ class BootConfig:
     """What ``grub-mkconfig`` would produce from ``/etc/default/grub`` (if present)."""
     problems: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
+    problem_evidence: tuple[Evidence, ...] = ()
+    """The files behind :attr:`problems` (each exists: it could not be read or parsed)."""
+
+
+class _Problems(list[str]):
+    """Problem texts, with the file behind each (it exists) kept as evidence."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.evidence: list[Evidence] = []
+
+    def add(self, path: str, exc: Exception, prefix: bool = True) -> None:
+        """Record that ``path`` could not be used (``prefix``: name it in the text)."""
+        text = str(exc)
+        self.append(f"{path}: {text}" if prefix else text)
+        line = exc.line if isinstance(exc, ParseError) else None
+        for lead in (f"{path}:{line}: ", f"{path}: ", f"line {line}: "):
+            if text.startswith(lead):
+                text = text[len(lead):]
+                break
+        self.evidence.append(Evidence.file(path, line, text))
+
+
+def not_found() -> str:
+    """``no kernel command line in boot/loader/entries/*.conf, ...``: every place
+    :func:`load` looked (:data:`SEARCHED`, root-relative), for a ``default`` evidence when
+    it found none."""
+    return "no kernel command line in " + ", ".join(p.lstrip("/") for p in SEARCHED)
 
 
 def load(host: Host) -> BootConfig:
@@ -116,7 +146,7 @@ def _grubenv(host: Host) -> dict[str, str]:
     return {}
 
 
-def _default_grub(host: Host, problems: list[str], notes: list[str]) -> CmdlineSource | None:
+def _default_grub(host: Host, problems: _Problems, notes: list[str]) -> CmdlineSource | None:
     files = [DEFAULT_GRUB] if host.is_file(DEFAULT_GRUB) else []
     files += [f"{GRUB_DROPINS}/{fn}" for fn in host.listdir(GRUB_DROPINS) if fn.endswith(".cfg")]
     if not files:
@@ -128,7 +158,7 @@ def _default_grub(host: Host, problems: list[str], notes: list[str]) -> CmdlineS
         try:
             assigns, env, fnotes = bc.parse_shell_assignments(host.read_text(f), env)
         except (HostError, ParseError) as exc:
-            problems.append(f"{f}: {exc}")
+            problems.add(f, exc)
             continue
         notes.extend(f"{f} {n}" for n in fnotes)
         for a in assigns:
@@ -144,7 +174,7 @@ def _default_grub(host: Host, problems: list[str], notes: list[str]) -> CmdlineS
                          params, {k: v for k, v in origins.items() if k in keep})
 
 
-def _bls(host: Host, problems: list[str], notes: list[str]) -> CmdlineSource | None:
+def _bls(host: Host, problems: _Problems, notes: list[str]) -> CmdlineSource | None:
     names = [n for n in host.listdir(BLS_DIR) if n.endswith(".conf")]
     if not names:
         return None
@@ -156,7 +186,7 @@ def _bls(host: Host, problems: list[str], notes: list[str]) -> CmdlineSource | N
     try:
         entry = bc.parse_bls(host.read_text(path))
     except (HostError, ParseError) as exc:
-        problems.append(f"{path}: {exc}")
+        problems.add(path, exc)
         return None
     text = entry.options
     if "$" in text:
@@ -173,19 +203,19 @@ def _version_key(name: str) -> list[tuple[int, str]]:
     return [(int(p), "") if p.isdigit() else (0, p) for p in re.split(r"(\d+)", name)]
 
 
-def _grub_cfg(host: Host, problems: list[str]) -> tuple[CmdlineSource | None, bool]:
+def _grub_cfg(host: Host, problems: _Problems) -> tuple[CmdlineSource | None, bool]:
     for path in GRUB_CFGS:
         try:
             text = host.try_read_text(path)
         except HostError as exc:
-            problems.append(str(exc))
+            problems.add(path, exc, prefix=False)
             continue
         if text is None:
             continue
         try:
             linux, bls = bc.parse_grub_cfg(text)
         except ParseError as exc:
-            problems.append(f"{path}: {exc}")
+            problems.add(path, exc)
             continue
         if linux is None:
             return None, bls
@@ -196,28 +226,33 @@ def _grub_cfg(host: Host, problems: list[str]) -> tuple[CmdlineSource | None, bo
 
 
 def _load(host: Host) -> BootConfig:
-    problems: list[str] = []
+    problems = _Problems()
     notes: list[str] = []
     generator = _default_grub(host, problems, notes)
     bls = _bls(host, problems, notes)
     if bls is not None:
-        return BootConfig("bls", bls, generator, tuple(problems), tuple(notes))
+        return BootConfig("bls", bls, generator, tuple(problems), tuple(notes),
+                          tuple(problems.evidence))
     cfg, _ = _grub_cfg(host, problems)
     if cfg is not None:
-        return BootConfig("grub", cfg, generator, tuple(problems), tuple(notes))
+        return BootConfig("grub", cfg, generator, tuple(problems), tuple(notes),
+                          tuple(problems.evidence))
     try:
         kc = host.try_read_text(KERNEL_CMDLINE)
     except HostError as exc:
-        problems.append(str(exc))
+        problems.add(KERNEL_CMDLINE, exc, prefix=False)
         kc = None
     if kc is not None:
         src = CmdlineSource("kernel-cmdline", KERNEL_CMDLINE, 1, kc.strip(),
                             tuple(bc.parse_cmdline(kc)))
-        return BootConfig("kernel-install", src, generator, tuple(problems), tuple(notes))
+        return BootConfig("kernel-install", src, generator, tuple(problems), tuple(notes),
+                          tuple(problems.evidence))
     if generator is not None:
         notes.append("no generated grub.cfg found; using what grub-mkconfig would generate")
-        return BootConfig("grub", generator, generator, tuple(problems), tuple(notes))
-    return BootConfig("none", None, None, tuple(problems), tuple(notes))
+        return BootConfig("grub", generator, generator, tuple(problems), tuple(notes),
+                          tuple(problems.evidence))
+    return BootConfig("none", None, None, tuple(problems), tuple(notes),
+                      tuple(problems.evidence))
 
 
 PARAMS_MANUAL = ("kernel parameters take effect only after the bootloader configuration is "

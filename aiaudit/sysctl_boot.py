@@ -229,11 +229,15 @@ def boot_kernel_config(host: Host) -> tuple[str, str] | None:
     return kernel_config(host)
 
 
+DERIVED_DEFAULTS = ("kernel/numa_balancing", "kernel/dmesg_restrict")
+"""The keys whose kernel default :func:`kernel_default` derives (slash form)."""
+
+
 def kernel_default(host: Host, key: str) -> KernelDefault | None:
     """The value ``key`` (slash form) has at boot when no file sets it, as the kernel's
     build configuration decides; ``None`` when this module does not know the key or the
     configuration is not available."""
-    if key not in ("kernel/numa_balancing", "kernel/dmesg_restrict"):
+    if key not in DERIVED_DEFAULTS:
         return None
     from aiaudit.tuning import kernel_config
 

@@ -58,6 +58,15 @@ class TunedState:
         """``tuned profile latency-performance`` style text."""
         return f"tuned profile {' '.join(self.names)}"
 
+    def lacks(self, plugin: str, key: str) -> str:
+        """That tuned does not set ``[plugin] key`` at boot, and why, in display form (for
+        a ``default`` evidence): ``no [cpu] governor in tuned profile X`` or ``no tuned
+        [cpu] governor (tuned not enabled)``."""
+        if self.active:
+            return f"no [{plugin}] {key} in {self.describe()}"
+        why = "tuned not enabled" if not self.enabled else "no tuned profile could be loaded"
+        return f"no tuned [{plugin}] {key} ({why})"
+
 
 def profile_dirs(host: Host) -> tuple[str, ...]:
     """Profile directories, highest precedence first: ``profile_dirs`` of

@@ -177,6 +177,9 @@ def read_opt(host: Host, path: str) -> str | None:
 
 
 PROC_CONFIG = "/proc/config.gz"
+BOOT_DIR = "/boot"
+CONFIG_PREFIX = "config-"
+"""Kernel build configs are ``/boot/config-<release>``."""
 KERNEL_CONFIG_MAX = 4 << 20
 """Most bytes a decompressed kernel config may have (a real one is ~250 KiB)."""
 
@@ -211,19 +214,27 @@ def _kernel_config(host: Host) -> tuple[str, str] | None:
         text = _proc_config(host)
         if text is not None:
             return PROC_CONFIG, text
-    names = [n for n in host.listdir("/boot") if n.startswith("config-")]
+    names = [n for n in host.listdir(BOOT_DIR) if n.startswith(CONFIG_PREFIX)]
     if host.live:
         rel = read_opt(host, "/proc/sys/kernel/osrelease")
-        if rel and f"config-{rel}" in names:
-            names = [f"config-{rel}"]
+        if rel and f"{CONFIG_PREFIX}{rel}" in names:
+            names = [f"{CONFIG_PREFIX}{rel}"]
     if not names:
         return None
     name = sorted(names, key=lambda n: [int(p) if p.isdigit() else 0
-                                        for p in re.split(r"\D+", n[7:]) if p])[-1]
+                                        for p in re.split(r"\D+", n[len(CONFIG_PREFIX):])
+                                        if p])[-1]
     try:
-        return f"/boot/{name}", host.read_text(f"/boot/{name}")
+        return f"{BOOT_DIR}/{name}", host.read_text(f"{BOOT_DIR}/{name}")
     except HostError:
         return None
+
+
+def kernel_config_missing(host: Host) -> str:
+    """What :func:`kernel_config` looked for when it found nothing, in display form
+    (``no boot/config-*``; live also ``/proc/config.gz``), for a ``default`` evidence."""
+    files = f"{BOOT_DIR.lstrip('/')}/{CONFIG_PREFIX}*"
+    return f"no {PROC_CONFIG} or {files}" if host.live else f"no {files}"
 
 
 def oneshot_unit(desc: str, script: str) -> str:

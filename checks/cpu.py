@@ -41,6 +41,7 @@ from aiaudit.records import record
 from aiaudit.tuning import (
     boot_commands,
     kernel_config,
+    kernel_config_missing,
     oneshot_unit,
     read_opt,
     sysfs_writes,
@@ -320,6 +321,32 @@ def boot_governor(host: Host) -> tuple[BootSetting | None, list[Evidence], bool]
                        [tg] if tg else [])
 
 
+def _kernel_default_unknown(host: Host) -> str:
+    """Why :func:`default_governor` found no kernel default (display form)."""
+    kc = kernel_config(host)
+    if kc is None:
+        return f"kernel default unknown: {kernel_config_missing(host)}"
+    return (f"kernel default unknown: {kc[0].lstrip('/')} has no "
+            "CONFIG_CPU_FREQ_DEFAULT_GOV_*=y")
+
+
+def governor_searched(host: Host) -> str:
+    """What :func:`boot_governor` looked for, in its order and display form, for the
+    ``default`` evidence when nothing sets the governor: the command line the bootloader
+    will pass, cpupower.service's configuration, enabled units, tuned."""
+    from aiaudit import boot, systemd, tuned  # see default_governor
+
+    cfg = boot.load(host)
+    cmdline = (f"no cpufreq.default_governor= on {cfg.booted.where()}" if cfg.booted else
+               f"no cpufreq.default_governor= ({boot.not_found()})")
+    cpupower = systemd.is_enabled(host, "cpupower.service")
+    cpw = (f"no governor in {' or '.join(p.lstrip('/') for p in CPUPOWER_CONFIGS)} "
+           "(cpupower.service)" if cpupower.enabled else "cpupower.service not enabled")
+    return "scaling governor at boot: " + "; ".join((
+        cmdline, cpw, "no enabled unit writing scaling_governor or running cpupower "
+        "frequency-set -g", tuned.load(host).lacks("cpu", "governor")))
+
+
 def _result(ctx: CheckContext, subject: str, what: str, state: CpufreqState | None,
             bad: dict[str, list[int]] | None, runtime_txt: str, win: BootSetting | None,
             ev: list[Evidence], explicit: bool, boot_ok: bool | None, want: str,
@@ -363,6 +390,8 @@ def run_governor(ctx: CheckContext) -> Iterator[Result]:
         return
     try:
         win, ev, explicit = boot_governor(host)
+        if win is None:  # nothing sets it, no kernel default known: what was looked for
+            ev.append(Evidence.default(governor_searched(host), _kernel_default_unknown(host)))
     except (HostError, ParseError) as exc:
         yield Result(Status.ERROR, "cpufreq", f"boot-time governor cannot be determined: {exc}")
         return
@@ -430,6 +459,18 @@ def run_epp(ctx: CheckContext) -> Iterator[Result]:
                                   f"({gwin.source}) with intel_pstate/amd-pstate-epp",
                                   gwin.evidence)
                 ev, explicit = gev, True
+            else:  # the driver's (firmware's) default applies: say what was looked for
+                from aiaudit import tuned  # see default_governor
+
+                gov = (f"the boot governor is {gwin.value} ({gwin.source}), not performance"
+                       if gwin is not None else "the boot governor is unknown")
+                ev = [Evidence.default(
+                    "energy performance preference at boot: no enabled unit writing "
+                    "energy_performance_preference; " + tuned.load(host).lacks(
+                        "cpu", "energy_performance_preference") + "; " + gov,
+                    "driver default (the firmware's HWP/CPPC preference): unknown offline"
+                    if not host.live else "driver default (the firmware's HWP/CPPC "
+                    "preference)"), *gev]
     except (HostError, ParseError) as exc:
         yield Result(Status.ERROR, "cpufreq", f"boot-time EPP cannot be determined: {exc}")
         return

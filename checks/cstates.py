@@ -317,7 +317,7 @@ def run(ctx: CheckContext) -> Iterator[Result]:
         return
     if cfg.problems:
         yield Result(Status.ERROR, "cpuidle", "boot configuration cannot be read: "
-                     + "; ".join(cfg.problems), evidence=tuple(evidence))
+                     + "; ".join(cfg.problems), evidence=(*evidence, *cfg.problem_evidence))
         return
     boot_ok: bool | None
     held_by: list[str] = []
@@ -346,6 +346,16 @@ def run(ctx: CheckContext) -> Iterator[Result]:
             else:
                 notes.append(f"{extra[1]} does not limit to {bound} µs")
     boot_ok = bool(held_by)
+    if not held_by and cfg.booted is None and not nothing_to_limit:
+        # no command line, nothing else limits: the kernel's default decides
+        looked = [boot.not_found()]
+        if tl is None:
+            looked.append(tuned.load(host).lacks("cpu", "force_latency"))
+        if cp is None:
+            looked.append("no enabled unit running cpupower idle-set -D")
+        evidence.append(Evidence.default(
+            "the C-state limit at boot: " + "; ".join(looked),
+            "kernel default: every idle state the cpuidle driver registers is usable"))
     if held_by:
         boot_txt = "; ".join(held_by)
     elif nothing_to_limit:

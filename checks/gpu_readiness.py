@@ -225,6 +225,11 @@ def _schema(props: dict[str, Any]) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------ nouveau
+NOUVEAU_CMDLINE = ("modprobe.blacklist", "rd.driver.blacklist", "module_blacklist")
+"""Kernel parameters whose comma list keeps a module from loading (kmod, dracut, the
+kernel's own module loader)."""
+
+
 def _nouveau_disabled(host: Host) -> tuple[bool, str, tuple[Evidence, ...]]:
     """Is nouveau kept from binding at boot?  (disabled?, how, evidence)."""
     for c in modprobe_config(host):
@@ -241,7 +246,7 @@ def _nouveau_disabled(host: Host) -> tuple[bool, str, tuple[Evidence, ...]]:
             return True, f"options nouveau modeset=0 ({c.file}:{c.line})", ev
     cl = _boot_cmdline(host)
     if cl is not None:
-        for name in ("modprobe.blacklist", "rd.driver.blacklist", "module_blacklist"):
+        for name in NOUVEAU_CMDLINE:
             p = cl.get(name)
             if p and p.value and "nouveau" in [modprobe.norm(v) for v in p.value.split(",")]:
                 return True, f"{p} on the kernel command line ({cl.where()})", (cl.evidence(name),)
@@ -249,7 +254,14 @@ def _nouveau_disabled(host: Host) -> tuple[bool, str, tuple[Evidence, ...]]:
         if p and p.value == "0":
             return True, f"nouveau.modeset=0 on the kernel command line ({cl.where()})", (
                 cl.evidence("nouveau.modeset"),)
-    return False, "no modprobe.d 'blacklist nouveau' and no modprobe.blacklist=nouveau", ()
+    where = f"on {cl.where()}" if cl is not None else f"({boot.not_found()})"
+    dirs = ", ".join(f"{d.lstrip('/')}/*.conf" for d in MODPROBE_DIRS)
+    return False, "no modprobe.d 'blacklist nouveau' and no modprobe.blacklist=nouveau", (
+        Evidence.default(f"nouveau at boot: no blacklist, install or options modeset=0 for "
+                         f"nouveau in {dirs}; no nouveau in "
+                         f"{' or '.join(n + '=' for n in NOUVEAU_CMDLINE)} and no "
+                         f"nouveau.modeset=0 {where}",
+                         "kernel default: nouveau loads for an NVIDIA GPU (its PCI modalias)"),)
 
 
 NOUVEAU_FIX = Remediation(
@@ -608,7 +620,10 @@ def run_link(ctx: CheckContext) -> Iterator[Result]:
 def _iommu_cmdline(cl: boot.CmdlineSource | None) -> tuple[bool, str, tuple[Evidence, ...]]:
     """Does the command line make GPU DMA untranslated? (ok, how, evidence)"""
     if cl is None:
-        return False, "no kernel command line found", ()
+        return False, "no kernel command line found", (Evidence.default(
+            f"iommu=pt at boot: {boot.not_found()}",
+            "kernel default DMA domain: translated where the IOMMU is on, unless the kernel "
+            "is built with CONFIG_IOMMU_DEFAULT_PASSTHROUGH (not read)"),)
     for name, ok_values, how in (("iommu", ("pt",), "iommu=pt (passthrough)"),
                                  ("iommu.passthrough", ("1", "y", "on"), "iommu.passthrough=1"),
                                  ("intel_iommu", ("off",), "intel_iommu=off"),

@@ -35,7 +35,14 @@ from aiaudit.api import (
 from aiaudit.errors import HostError, ParseError
 from aiaudit.host import Host
 from aiaudit.parsers import fstab, sysfs
-from aiaudit.tuning import kernel_config, oneshot_unit, read_opt, sysfs_writes, verdict
+from aiaudit.tuning import (
+    kernel_config,
+    kernel_config_missing,
+    oneshot_unit,
+    read_opt,
+    sysfs_writes,
+    verdict,
+)
 
 THP = "/sys/kernel/mm/transparent_hugepage"
 FSTAB = "/etc/fstab"
@@ -99,6 +106,8 @@ def run_thp(ctx: CheckContext) -> Iterator[Result]:
     what = f"transparent_hugepage/{setting}"
     path = f"{THP}/{setting}"
     ev: list[Evidence] = []
+    unknown_ev: Evidence | None = None
+    """What was looked for when nothing sets ``enabled`` at boot."""
     runtime = None
     if host.live:
         text = read_opt(host, path)
@@ -129,6 +138,19 @@ def run_thp(ctx: CheckContext) -> Iterator[Result]:
                 if bp is not None and bp.value:
                     value, source, explicit = bp.value, f"{bp} on {cfg.booted.where()}", True
                     ev.append(cfg.booted.evidence("transparent_hugepage"))
+            if value is None:
+                kconf = kernel_config(host)
+                missing = kernel_config_missing(host)
+                if kconf is not None:  # a config without the choice (not "no config")
+                    missing = (f"{kconf[0].lstrip('/')} has no "
+                               "CONFIG_TRANSPARENT_HUGEPAGE_{ALWAYS,MADVISE,NEVER}=y")
+                    source = f"kernel default unknown: {missing}"
+                cmdline = (f"no transparent_hugepage= on {cfg.booted.where()}" if cfg.booted
+                           else boot.not_found())
+                unknown_ev = Evidence.default(
+                    f"{what} at boot: {cmdline}; no enabled unit writing {what}; "
+                    + tuned.load(host).lacks("vm", "transparent_hugepages"),
+                    f"kernel default unknown: {missing}")
         competing: list[str] = []
         for v, _path, c in sysfs_writes(host, rf"transparent_hugepage/{setting}$"):
             value, source, explicit = v, f"{c.unit} ({c.file.lstrip('/')}:{c.line})", True
@@ -151,6 +173,8 @@ def run_thp(ctx: CheckContext) -> Iterator[Result]:
     except (HostError, ParseError) as exc:
         yield Result(Status.ERROR, what, f"boot-time {what} cannot be determined: {exc}")
         return
+    if value is None and unknown_ev is not None:  # nothing set it at boot
+        ev.append(unknown_ev)
     boot_ok = None if value is None else value in allowed
     if host.live and not p.get("persist", True) and runtime in allowed:
         boot_ok = True

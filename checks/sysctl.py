@@ -82,6 +82,12 @@ class SysctlConfig:
     tuned_reapply_entries: tuple[sp.Entry, ...] = ()
     """What tuned re-applies after its profile (``reapply_sysctl``): ``/run/sysctl.d`` and
     ``/etc/sysctl.d`` (same basename: /run wins), then ``/etc/sysctl.conf``."""
+    dirs: tuple[str, ...] = ()
+    """The directories systemd-sysctl reads, in its order (split /usr: also /lib)."""
+    procps_dirs: tuple[str, ...] = ()
+    """The directories ``sysctl --system`` reads, in its order (then ``/etc/sysctl.conf``)."""
+    problem_evidence: tuple[Evidence, ...] = ()
+    """The files behind :attr:`problems` (each exists: it could not be read or parsed)."""
 
 
 def _listing(host: Host, dirs: tuple[str, ...]) -> list[tuple[str, list[str]]]:
@@ -109,6 +115,7 @@ def load_config(host: Host) -> SysctlConfig:
     split_usr = host.readlink("/lib") is None and host.is_dir("/lib/sysctl.d")
     dirs = sp.SYSTEMD_DIRS_SPLIT_USR if split_usr else sp.SYSTEMD_DIRS
     problems: list[str] = []
+    problem_ev: list[Evidence] = []
     notes: list[str] = []
     parsed: dict[tuple[str, bool], list[sp.Entry]] = {}
     masked: dict[str, bool] = {}  # systemd and procps read mostly the same files
@@ -135,6 +142,7 @@ def load_config(host: Host) -> SysctlConfig:
             except (HostError, ParseError) as exc:
                 if not procps:
                     problems.append(str(exc))
+                    problem_ev.append(_problem_evidence(cf.path, exc))
                 elif (cf.path, False) not in parsed:
                     # only `sysctl --system` reads it (a dotfile, sysctl.conf without the
                     # 99-sysctl.conf link): the boot value is still known
@@ -165,7 +173,54 @@ def load_config(host: Host) -> SysctlConfig:
         except (HostError, ParseError) as exc:
             notes.append(f"{exc}; only tuned's reapply_sysctl reads it")
     return SysctlConfig(tuple(files), tuple(entries), tuple(pentries), version, globs,
-                        tuple(problems), tuple(notes), glob_exclude, tuple(tentries))
+                        tuple(problems), tuple(notes), glob_exclude, tuple(tentries),
+                        dirs, pdirs, tuple(problem_ev))
+
+
+def _problem_evidence(path: str, exc: Exception) -> Evidence:
+    """The file (it exists) that made the persisted value unknown, with the problem as its
+    value: the line of a parse error, else the file."""
+    line = exc.line if isinstance(exc, ParseError) else None
+    msg = str(exc)
+    for prefix in (f"{path}:{line}: ", f"{path}: ", f"line {line}: "):
+        if msg.startswith(prefix):
+            msg = msg[len(prefix):]
+            break
+    return Evidence.file(path, line, msg)
+
+
+def searched(host: Host, cfg: SysctlConfig, init: sysctl_boot.Applier, display: str) -> str:
+    """Where the boot value of ``display`` was looked for, in display form (root-relative),
+    for the ``default`` evidence when nothing sets it: the directories the boot applier
+    reads (:attr:`SysctlConfig.dirs`, or procps' and ``/etc/sysctl.conf``), ufw's sysctl
+    file when ufw re-applies one, and the tuned profile when tuned starts."""
+    from aiaudit import tuned
+
+    places = [d.lstrip("/") for d in (cfg.procps_dirs if init.name == "procps" else cfg.dirs)]
+    if init.name == "procps":
+        places.append(sp.SYSCTL_CONF.lstrip("/"))
+    ufw = sysctl_boot.ufw_sysctl(host, init)
+    if ufw is not None and ufw.path:
+        places.append(f"{ufw.path.lstrip('/')} (ufw)")
+    st = tuned.load(host)
+    if st.active:
+        places.append(f"the [sysctl] of {st.describe()}")
+    listed = ", ".join(places[:-1]) + " or " + places[-1] if len(places) > 1 else places[0]
+    return f"{display}: no line in {listed}"
+
+
+def unknown_default(host: Host, key: str, display: str) -> str:
+    """Why the kernel default of ``key`` (slash form) is unknown, for the ``default``
+    evidence: what :func:`aiaudit.sysctl_boot.kernel_default` looked for, or that it
+    derives none for the key."""
+    from aiaudit.tuning import kernel_config_missing
+
+    if key not in sysctl_boot.DERIVED_DEFAULTS:
+        return (f"kernel default unknown: aiaudit derives none for {display} and the "
+                "rule sets no kernel_default")
+    cmdline = "no numa_balancing= on the kernel command line, " \
+        if key == "kernel/numa_balancing" else ""
+    return f"kernel default unknown: {cmdline}{kernel_config_missing(host)}"
 
 
 class Resolved:
@@ -501,8 +556,14 @@ def run(ctx: CheckContext) -> Iterator[Result]:
         evidence.append(td.evidence)
         data["tuned"] = {"value": td.value, "source": td.evidence.source,
                          "reapplied": td.reapplied}
+    if boot is None and dec.excluded_by is None and not cfg.problems:
+        # nothing sets the key and its default is unknown: say what was looked for (with
+        # an unreadable file the value is unknown: that file is the evidence)
+        evidence.append(Evidence.default(searched(host, cfg, init, display),
+                                         unknown_default(host, key, display)))
 
-    def result(status: Status, aspect: Aspect, msg: str, actual: str | None) -> Result:
+    def result(status: Status, aspect: Aspect, msg: str, actual: str | None,
+               extra: tuple[Evidence, ...] = ()) -> Result:
         rem = None
         if status is Status.FAIL:
             rem = _remediation(key, display, exp, runtime or boot, fix_at, host.live,
@@ -513,7 +574,7 @@ def run(ctx: CheckContext) -> Iterator[Result]:
                               f"sysctl.d file ({td.evidence.source}) and reapply_sysctl is "
                               "off: change the profile's [sysctl] value")
         return Result(status, display, msg + note, expected=want, actual=actual, aspect=aspect,
-                      evidence=tuple(evidence), remediation=rem, data=data)
+                      evidence=(*evidence, *extra), remediation=rem, data=data)
 
     unknown = "; ".join(cfg.problems)
     try:
@@ -526,7 +587,8 @@ def run(ctx: CheckContext) -> Iterator[Result]:
     if not host.live:
         if unknown:
             yield result(Status.ERROR, Aspect.PERSISTED,
-                         f"persisted value of {display} cannot be determined: {unknown}", None)
+                         f"persisted value of {display} cannot be determined: {unknown}", None,
+                         cfg.problem_evidence)
         elif boot_ok:
             yield result(Status.PASS, Aspect.PERSISTED, f"{display} at boot: {persisted_txt}",
                          boot)
@@ -541,7 +603,7 @@ def run(ctx: CheckContext) -> Iterator[Result]:
         if unknown:
             yield result(Status.FAIL, Aspect.RUNTIME,
                          f"{display} is {runtime}; expected {want}; the persisted value cannot "
-                         f"be determined: {unknown}", runtime)
+                         f"be determined: {unknown}", runtime, cfg.problem_evidence)
         elif boot_ok and persisted_set:
             yield result(Status.FAIL, Aspect.DRIFT,
                          f"{display} is {runtime} now, but the persisted {persisted_txt} "
@@ -566,7 +628,7 @@ def run(ctx: CheckContext) -> Iterator[Result]:
     if unknown:
         yield result(Status.ERROR, Aspect.PERSISTED,
                      f"{display} is {runtime} now, but the persisted value cannot be "
-                     f"determined: {unknown}", runtime)
+                     f"determined: {unknown}", runtime, cfg.problem_evidence)
     elif boot_ok is False:
         yield result(Status.FAIL, Aspect.DRIFT,
                      f"{display} is {runtime} now, but at boot it will be {persisted_txt}: "

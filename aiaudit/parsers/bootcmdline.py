@@ -157,7 +157,7 @@ def parse_shell_assignments(text: str, env: dict[str, str] | None = None
             if c == "'":
                 j = text.find("'", i + 1)
                 if j < 0:
-                    raise ParseError(f"line {start_line}: unterminated single quote")
+                    raise ParseError("unterminated single quote", line=start_line)
                 chunk = text[i + 1:j]
                 line += chunk.count("\n")
                 value.append(chunk)
@@ -184,7 +184,7 @@ def parse_shell_assignments(text: str, env: dict[str, str] | None = None
                     buf.append(text[j])
                     j += 1
                 if j >= n:
-                    raise ParseError(f"line {start_line}: unterminated double quote")
+                    raise ParseError("unterminated double quote", line=start_line)
                 value.append("".join(buf))
                 i = j + 1
             elif c == "\\" and i + 1 < n:

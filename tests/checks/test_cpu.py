@@ -189,3 +189,53 @@ def test_scaling_driver_is_read_once_other_files_per_policy(make_root) -> None:
     del files[f"{CPU}/cpufreq/policy0/scaling_driver"]
     state = cpufreq_state(Host(str(make_root(files)), live=True))
     assert [p.driver for p in state.policies] == ["unknown", "acpi-cpufreq"]
+
+
+NO_CMDLINE = ("no kernel command line in boot/loader/entries/*.conf, boot/grub/grub.cfg, "
+              "boot/grub2/grub.cfg, boot/efi/EFI/debian/grub.cfg, etc/kernel/cmdline, "
+              "etc/default/grub, etc/default/grub.d/*.cfg")
+
+
+def test_governor_offline_nothing_set_names_what_was_looked_for(make_root) -> None:
+    """Nothing sets the governor and no kernel config says the default: the failure's
+    evidence is a default naming every mechanism looked at and why the default is unknown."""
+    (r,) = run_check("cpu.governor", make_root({}), PERF)
+    assert r.status is Status.FAIL
+    assert r.message == ("scaling governor at boot: not set (kernel default unknown); nothing "
+                         "makes it one of performance")
+    [ev] = r.evidence
+    assert (ev.kind, ev.path, ev.value) == ("default", None,
+                                            "kernel default unknown: no boot/config-*")
+    assert ev.source == (f"scaling governor at boot: no cpufreq.default_governor= "
+                         f"({NO_CMDLINE}); cpupower.service not enabled; no enabled unit "
+                         "writing scaling_governor or running cpupower frequency-set -g; no "
+                         "tuned [cpu] governor (tuned not enabled)")
+    # a command line and a kernel config without the choice: both named
+    files = {"/etc/kernel/cmdline": "root=/dev/x ro\n", "/boot/config-6.1.0": "CONFIG_X=y\n",
+             **TUNED_ENABLED, "/etc/tuned/active_profile": "p\n",
+             "/etc/tuned/p/tuned.conf": "[cpu]\nforce_latency=1\n"}
+    (r,) = run_check("cpu.governor", make_root(files, TUNED_LINK), PERF)
+    [ev] = r.evidence
+    assert "no cpufreq.default_governor= on etc/kernel/cmdline:1;" in ev.source
+    assert ev.source.endswith("; no [cpu] governor in tuned profile p")
+    assert ev.value == ("kernel default unknown: boot/config-6.1.0 has no "
+                        "CONFIG_CPU_FREQ_DEFAULT_GOV_*=y")
+
+
+def test_epp_offline_nothing_set_names_what_was_looked_for(make_root) -> None:
+    """No unit, no tuned setting and a governor that does not force it: the driver default
+    applies; the kernel config line that made the governor schedutil is evidence too."""
+    cfg = {"/boot/config-6.1.0": "CONFIG_CPU_FREQ_DEFAULT_GOV_SCHEDUTIL=y\n"}
+    (r,) = run_check("cpu.epp", make_root(cfg), {"values": ["performance"]})
+    assert r.status is Status.FAIL and "not set (kernel default unknown)" in r.message
+    assert [(e.kind, e.source) for e in r.evidence][1:] == [("file", "boot/config-6.1.0:1")]
+    ev = r.evidence[0]
+    assert ev.kind == "default" and ev.value.startswith("driver default")
+    assert ev.source == ("energy performance preference at boot: no enabled unit writing "
+                         "energy_performance_preference; no tuned [cpu] "
+                         "energy_performance_preference (tuned not enabled); the boot governor "
+                         "is schedutil (kernel default (boot/config-6.1.0:1)), not performance")
+    # the governor unknown too (cpu.governor's own result says where it looked)
+    (r,) = run_check("cpu.epp", make_root({}), {"values": ["performance"]})
+    [ev] = r.evidence
+    assert ev.kind == "default" and ev.source.endswith("the boot governor is unknown")

@@ -252,3 +252,46 @@ def test_live_sysfs_matches_a_full_per_cpu_read() -> None:
     want = {c: tuple((s, n, lat, dis if lat > 0 else False) for s, n, lat, dis in st)
             for c, st in full.items() if c in got}
     assert got == want and got and set(got) <= set(full)
+
+
+def test_offline_no_bootloader_config_names_what_was_looked_for(make_root) -> None:
+    """No command line and nothing else limiting: the kernel default (every state usable)
+    decides, and the evidence says where the command line, tuned and units were looked for."""
+    (r,) = run_check("cpu.cstates", make_root({}), P)
+    assert r.status is Status.FAIL
+    assert r.message.startswith("the C-state limit at boot: no bootloader configuration found")
+    [ev] = r.evidence
+    assert (ev.kind, ev.path) == ("default", None)
+    assert ev.source == ("the C-state limit at boot: no kernel command line in "
+                         + ", ".join(p.lstrip("/") for p in boot.SEARCHED)
+                         + "; no tuned [cpu] force_latency (tuned not enabled); no enabled "
+                         "unit running cpupower idle-set -D")
+    assert "boot/grub/grub.cfg" in ev.source and "etc/default/grub.d/*.cfg" in ev.source
+    assert ev.value == "kernel default: every idle state the cpuidle driver registers is usable"
+    # a tuned force_latency that does not limit enough: its line is evidence, not "no tuned"
+    files = {**TUNED_ENABLED, "/etc/tuned/active_profile": "p\n",
+             "/etc/tuned/p/tuned.conf": "[cpu]\nforce_latency=200\n"}
+    (r,) = run_check("cpu.cstates", make_root(files, TUNED_LINK), P)
+    assert [e.kind for e in r.evidence] == ["file", "default"]
+    assert r.evidence[0].source == "etc/tuned/p/tuned.conf:2"
+    assert "tuned" not in r.evidence[1].source
+
+
+def test_offline_command_line_without_limit_is_the_evidence(make_root) -> None:
+    (r,) = run_check("cpu.cstates", make_root({"/etc/default/grub": "GRUB_TIMEOUT=5\n"}), P)
+    assert r.status is Status.FAIL
+    assert [(e.kind, e.source) for e in r.evidence] == [("file", "etc/default/grub")]
+
+
+def test_unreadable_boot_config_is_the_evidence_of_the_error(make_root) -> None:
+    """A bootloader file that cannot be parsed or read makes the boot value unknown: each
+    such file (it exists) is file evidence, with the line where there is one."""
+    root = make_root({"/etc/default/grub": 'GRUB_TIMEOUT=5\nGRUB_CMDLINE_LINUX="quiet\n',
+                      "/boot/grub/grub.cfg": b"#" * (4 * 1024 * 1024 + 1)})
+    (r,) = run_check("cpu.cstates", root, P)
+    assert r.status is Status.ERROR
+    assert "etc/default/grub: line 2: unterminated double quote" in r.message
+    assert [(e.kind, e.path, e.line, e.value) for e in r.evidence] == [
+        ("file", "/etc/default/grub", 2, "unterminated double quote"),
+        ("file", "/boot/grub/grub.cfg", None, r.evidence[1].value)]
+    assert "read cap" in r.evidence[1].value and "/boot" not in r.evidence[1].value

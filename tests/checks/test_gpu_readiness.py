@@ -84,6 +84,52 @@ def test_nouveau_kernel_cmdline_blacklist(make_root) -> None:
     assert r.status is Status.PASS and "kernel command line" in r.message
 
 
+KO = {"/lib/modules/6.1.0-18-amd64/updates/dkms/nvidia.ko": make_ko("535.161.08")}
+"""An offline root with an NVIDIA driver (so the GPU rules apply)."""
+NO_CMDLINE = ("no kernel command line in boot/loader/entries/*.conf, boot/grub/grub.cfg, "
+              "boot/grub2/grub.cfg, boot/efi/EFI/debian/grub.cfg, etc/kernel/cmdline, "
+              "etc/default/grub, etc/default/grub.d/*.cfg")
+
+
+def test_nouveau_offline_nothing_disables_it_names_what_was_looked_for(make_root) -> None:
+    """No modprobe.d line and no command line: the kernel default (nouveau binds) decides;
+    the evidence names the modprobe.d directories and command-line files looked at."""
+    [r] = run_check("gpu.nouveau", make_root(KO))
+    assert r.status is Status.FAIL and r.message.startswith(
+        "no modprobe.d 'blacklist nouveau' and no modprobe.blacklist=nouveau: ")
+    [ev] = r.evidence
+    assert (ev.kind, ev.path) == ("default", None)
+    assert ev.source == (
+        "nouveau at boot: no blacklist, install or options modeset=0 for nouveau in "
+        "etc/modprobe.d/*.conf, run/modprobe.d/*.conf, usr/local/lib/modprobe.d/*.conf, "
+        "lib/modprobe.d/*.conf, usr/lib/modprobe.d/*.conf; no nouveau in modprobe.blacklist= "
+        "or rd.driver.blacklist= or module_blacklist= and no nouveau.modeset=0 "
+        f"({NO_CMDLINE})")
+    assert ev.value.startswith("kernel default: nouveau loads")
+    [r] = run_check("gpu.nouveau", make_root({**KO, "/etc/kernel/cmdline": "root=/dev/x\n"}))
+    assert r.evidence[0].source.endswith(" and no nouveau.modeset=0 on etc/kernel/cmdline:1")
+    # a line that decides is the evidence (file and line)
+    [r] = run_check("gpu.nouveau", make_root({**KO, "/etc/modprobe.d/x.conf":
+                                              "# keep\nblacklist nouveau\n"}))
+    assert r.status is Status.PASS
+    assert [(e.kind, e.path, e.line) for e in r.evidence] == [
+        ("file", "/etc/modprobe.d/x.conf", 2)]
+
+
+def test_iommu_offline_no_cmdline_names_what_was_looked_for(make_root) -> None:
+    [r] = run_check("iommu.passthrough", make_root(KO))
+    assert r.status is Status.FAIL and r.message.startswith(
+        "at boot: no kernel command line found; ")
+    [ev] = r.evidence
+    assert (ev.kind, ev.source) == ("default", f"iommu=pt at boot: {NO_CMDLINE}")
+    assert "CONFIG_IOMMU_DEFAULT_PASSTHROUGH" in ev.value
+    # a command line without iommu=pt: that file and line are the evidence
+    [r] = run_check("iommu.passthrough", make_root(
+        {**KO, "/etc/default/grub": 'GRUB_TIMEOUT=5\nGRUB_CMDLINE_LINUX="quiet"\n'}))
+    assert r.status is Status.FAIL
+    assert [(e.kind, e.path, e.line) for e in r.evidence] == [("file", "/etc/default/grub", 2)]
+
+
 def test_no_gpu_skips(make_root) -> None:
     for check in ("gpu.nouveau", "gpu.uvm", "gpu.peermem", "iommu.passthrough"):
         [r] = run_check(check, make_root({"/etc/os-release": "ID=debian\n"}))

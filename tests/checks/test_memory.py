@@ -137,3 +137,29 @@ def test_fstab_remediation_edits_fstab_in_place(make_root) -> None:
         "tmpfs /dev/shm tmpfs rw,nosuid,nodev,size=50% 0 0"]
     for op in ops:  # idempotent
         assert edits.apply(op, text) == text
+
+
+def test_thp_enabled_offline_nothing_set_names_what_was_looked_for(make_root) -> None:
+    """No kernel config, command line, unit or tuned: a default evidence says what was
+    looked for; a kernel config without the THP choice is named instead of 'no config'."""
+    (r,) = run_check("memory.thp", make_root({}), ENABLED)
+    assert r.status is Status.FAIL
+    assert r.message == ("transparent_hugepage/enabled at boot: kernel default unknown: no "
+                         "/boot/config-*; nothing makes it one of madvise, always")
+    [ev] = r.evidence
+    assert (ev.kind, ev.path) == ("default", None)
+    assert ev.source.startswith("transparent_hugepage/enabled at boot: no kernel command line "
+                                "in boot/loader/entries/*.conf, ")
+    assert ev.source.endswith("; no enabled unit writing transparent_hugepage/enabled; no "
+                              "tuned [vm] transparent_hugepages (tuned not enabled)")
+    assert ev.value == "kernel default unknown: no boot/config-*"
+    files = {"/boot/config-6.1.0": "CONFIG_TRANSPARENT_HUGEPAGE=y\n",
+             "/boot/grub/grub.cfg": GRUB_CFG % "quiet"}
+    (r,) = run_check("memory.thp", make_root(files), ENABLED)
+    assert r.status is Status.FAIL
+    assert "kernel default unknown: boot/config-6.1.0 has no CONFIG_TRANSPARENT_HUGEPAGE_" \
+        in r.message
+    [ev] = r.evidence
+    assert "no transparent_hugepage= on boot/grub/grub.cfg:" in ev.source
+    assert ev.value == ("kernel default unknown: boot/config-6.1.0 has no "
+                        "CONFIG_TRANSPARENT_HUGEPAGE_{ALWAYS,MADVISE,NEVER}=y")

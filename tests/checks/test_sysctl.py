@@ -305,6 +305,88 @@ def test_offline_kernel_default_decides(make_root) -> None:
 SYSTEMD_ROOT = {"/usr/lib/systemd/systemd": ""}
 """Files that make a fixture root one where systemd is the init system."""
 
+KPTR = {"key": "kernel.kptr_restrict", "op": "ge", "value": 1}
+"""A rule without ``kernel_default`` for a key whose default aiaudit does not derive."""
+
+
+@pytest.mark.parametrize("files,looked", [
+    pytest.param(SYSTEMD_ROOT, "etc/sysctl.d, run/sysctl.d, usr/local/lib/sysctl.d or "
+                 "usr/lib/sysctl.d", id="systemd-sysctl"),
+    pytest.param({}, "etc/sysctl.d, run/sysctl.d, usr/local/lib/sysctl.d, usr/lib/sysctl.d, "
+                 "lib/sysctl.d or etc/sysctl.conf", id="procps"),
+])
+def test_offline_nothing_sets_key_names_what_was_looked_for(make_root, files, looked) -> None:
+    """Nothing sets the key and its default is unknown: the failure says where the boot
+    applier looked (its own directories) and why the default is unknown, as a default
+    evidence (no file to point at)."""
+    root = make_root({"/etc/sysctl.d/10-x.conf": "vm.swappiness = 5\n", **files})
+    r = _one(run_check("kernel.sysctl", root, KPTR))
+    assert r.status is Status.FAIL
+    assert r.message == ("kernel.kptr_restrict at boot: not set (kernel default unknown); "
+                         "expected >= 1")
+    [ev] = r.evidence
+    assert ev.kind == "default" and ev.path is None
+    assert ev.source == f"kernel.kptr_restrict: no line in {looked}"
+    assert ev.value == ("kernel default unknown: aiaudit derives none for kernel.kptr_restrict "
+                        "and the rule sets no kernel_default")
+
+
+def test_offline_derived_default_without_kernel_config(make_root) -> None:
+    """kernel.dmesg_restrict's default comes from the kernel config: without one the
+    evidence says which files were missing; with one, that file and line decide."""
+    dmesg = {"key": "kernel.dmesg_restrict", "op": "eq", "value": 1}
+    root = make_root(SYSTEMD_ROOT, dirs=("/etc/sysctl.d", "/boot"))
+    r = _one(run_check("kernel.sysctl", root, dmesg))
+    assert r.status is Status.FAIL
+    [ev] = r.evidence
+    assert (ev.kind, ev.value) == ("default", "kernel default unknown: no boot/config-*")
+    assert ev.source.startswith("kernel.dmesg_restrict: no line in etc/sysctl.d, ")
+    (root / "boot/config-6.1.0").write_text("CONFIG_X=y\n# CONFIG_SECURITY_DMESG_RESTRICT "
+                                           "is not set\n")
+    r = _one(run_check("kernel.sysctl", root, dmesg))
+    assert r.status is Status.FAIL and "kernel default 0" in r.message
+    assert [(e.kind, e.source) for e in r.evidence] == [("file", "boot/config-6.1.0:2")]
+
+
+def test_offline_tuned_and_ufw_are_named_where_they_run(make_root) -> None:
+    """An enabled ufw's sysctl file and an active tuned profile were consulted too."""
+    root = make_root({**SYSTEMD_ROOT,
+                      "/etc/ufw/ufw.conf": "ENABLED=yes\n",
+                      "/etc/default/ufw": "IPT_SYSCTL=/etc/ufw/sysctl.conf\n",
+                      "/etc/ufw/sysctl.conf": "net.ipv4.ip_forward=0\n",
+                      "/usr/lib/systemd/system/ufw.service": "[Unit]\n",
+                      "/etc/tuned/active_profile": "throughput-performance\n",
+                      "/usr/lib/tuned/throughput-performance/tuned.conf":
+                          "[sysctl]\nvm.swappiness=10\n",
+                      "/usr/lib/systemd/system/tuned.service": "[Unit]\n"},
+                     links={"/etc/systemd/system/multi-user.target.wants/ufw.service":
+                            "/usr/lib/systemd/system/ufw.service",
+                            "/etc/systemd/system/multi-user.target.wants/tuned.service":
+                            "/usr/lib/systemd/system/tuned.service"})
+    r = _one(run_check("kernel.sysctl", root, KPTR))
+    assert r.status is Status.FAIL
+    assert r.evidence[-1].source.endswith(
+        "usr/lib/sysctl.d, etc/ufw/sysctl.conf (ufw) or the [sysctl] of tuned profile "
+        "throughput-performance")
+
+
+def test_offline_broken_file_is_the_evidence_of_the_error(make_root) -> None:
+    """An unreadable sysctl.d file makes the value unknown: that file (which exists) is the
+    evidence, with the problem, and no 'nothing sets it' default is claimed."""
+    root = make_root({**SYSTEMD_ROOT, "/etc/sysctl.d/50-broken.conf": b"kernel.x = 1\n\x00"})
+    r = _one(run_check("kernel.sysctl", root, KPTR))
+    assert r.status is Status.ERROR and "50-broken.conf" in r.message
+    assert [(e.kind, e.path, e.line) for e in r.evidence] == [
+        ("file", "/etc/sysctl.d/50-broken.conf", None)]
+    assert "binary content" in (r.evidence[0].value or "")
+    assert not r.evidence[0].value.startswith("/etc")  # the path is the source, not the value
+    live = make_root({**SYSTEMD_ROOT, "/etc/sysctl.d/50-broken.conf": b"\x00",
+                      "/proc/sys/kernel/kptr_restrict": "0\n"})
+    r = _one(run_check("kernel.sysctl", live, KPTR, live=True))
+    assert r.status is Status.FAIL and "cannot be determined" in r.message
+    assert [e.source for e in r.evidence] == ["/proc/sys/kernel/kptr_restrict",
+                                              "etc/sysctl.d/50-broken.conf"]
+
 
 def test_offline_procps_difference_is_noted(make_root) -> None:
     root = make_root({"/etc/sysctl.conf": "vm.swappiness = 80\n",
