@@ -85,9 +85,10 @@ def dpkg_any_installed(host: Host) -> bool:
 
 def dpkg_names(host: Host) -> set[str]:
     """Every name an installed package may have: a superset of ``set(dpkg_installed(host))``
-    (also names whose stanzas are not installed), from the database index.  With :func:`dpkg_package` for the names that matter,
-    a rule that compares installed packages with a list (the security suites) parses a
-    few stanzas instead of the whole database (51 M instructions for 864 packages)."""
+    (also names whose stanzas are not installed), from the database index.  With
+    :func:`dpkg_package` for the names that matter, a rule that compares installed packages
+    with a list (the security suites) parses a few stanzas instead of the whole database
+    (51 M instructions for 864 packages)."""
     stanzas = _stanzas(host)
     return set(host.memo(("dpkg-index",), lambda: dpkg.index_stanzas(stanzas))[0])
 
