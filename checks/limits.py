@@ -416,6 +416,23 @@ def limits_files(host: Host, build: PamBuild, conf: str | None
     return out, notes
 
 
+def limits_search(build: PamBuild) -> str:
+    """Where :func:`limits_files` looks for the files pam_limits reads (no ``conf=``), for
+    a ``default`` evidence text: ``etc/security/limits.conf, etc/security/limits.d/*.conf``
+    (with the /usr/lib/security fallbacks of a vendordir build), root-relative."""
+    confs = (LIMITS_CONF, VENDOR_LIMITS_CONF) if build.vendordir else (LIMITS_CONF,)
+    dirs = (LIMITS_D, VENDOR_LIMITS_D) if build.vendordir else (LIMITS_D,)
+    return ", ".join([c.lstrip("/") for c in confs] + [f"{d.lstrip('/')}/*.conf" for d in dirs])
+
+
+def limits_file_evidence(host: Host, path: str, what: str) -> Evidence:
+    """Evidence for a file pam_limits reads that decided: ``file`` where it exists (a
+    dangling link or unreadable file is there to point at), else ``default``."""
+    if host.exists(path) or host.readlink(path) is not None:
+        return Evidence.file(path, None, what)
+    return Evidence.default(path.lstrip("/"), what)
+
+
 # ------------------------------------------------------------------ starting values
 @record
 class Start:

@@ -19,7 +19,7 @@ Debian before PAM 1.7, else the service's): that is reported as "not set", a fai
 from __future__ import annotations
 
 import math
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from aiaudit import predicates
 from aiaudit.api import (
@@ -34,9 +34,13 @@ from aiaudit.api import (
     hookimpl,
 )
 from aiaudit.errors import HostError, NotFound, ParseError
+from aiaudit.host import Host
 from aiaudit.parsers import limits as lp
 from aiaudit.parsers import passwd as pw
 from aiaudit.predicates import Predicate
+
+if TYPE_CHECKING:
+    from aiaudit.checks.limits import PamBuild
 
 ITEMS = (*lp.ITEMS, "maxlogins", "maxsyslogins")
 """Items this check compares (every rlimit pam_limits sets, and the login counts)."""
@@ -100,7 +104,13 @@ def _spell(v: int | float) -> str:
 def run(ctx: CheckContext) -> Iterator[Result]:
     """One result: the accounts whose limit misses the expectation, with the deciding
     lines; or every account holding it."""
-    from aiaudit.checks.limits import accounts, limits_files, pam_build, subject_for
+    from aiaudit.checks.limits import (
+        accounts,
+        limits_file_evidence,
+        limits_files,
+        pam_build,
+        subject_for,
+    )
 
     p = ctx.params
     item, side = str(p["item"]), str(p["type"])
@@ -112,7 +122,8 @@ def run(ctx: CheckContext) -> Iterator[Result]:
     try:
         acc = accounts(host)
     except NotFound:
-        yield Result(Status.ERROR, subject, "etc/passwd is missing: users cannot be resolved")
+        yield Result(Status.ERROR, subject, "etc/passwd is missing: users cannot be resolved",
+                     evidence=(Evidence.default("accounts: etc/passwd", "no such file"),))
         return
     except (HostError, ParseError) as exc:
         yield Result(Status.ERROR, subject, f"cannot read users: {exc}")
@@ -137,13 +148,20 @@ def run(ctx: CheckContext) -> Iterator[Result]:
     unknown: list[str] = []
     unset: list[str] = []
     deciders: dict[str, Evidence] = {}
+    nolimits: dict[str, Evidence] = {}
+    """The ``<domain> -`` lines that leave an account unset."""
     per_user: dict[str, str] = {}
     for a in dict.fromkeys(people):
         dec = lp.decide(files, subject_for(acc, a), {}, variant, items=(item,))
         if dec.status == "failed":
+            # the file pam_limits cannot read, and the PAM build that makes it fatal
+            fev = [limits_file_evidence(host, path, got) for path, got in files
+                   if isinstance(got, str)]
             yield Result(Status.FAIL, subject, f"pam_limits refuses every session: "
                          f"{dec.reason}", expected=want, actual="sessions refused",
-                         aspect=Aspect.CONFIG, remediation=Remediation(
+                         aspect=Aspect.CONFIG,
+                         evidence=(*fev[:1], Evidence.default("pam_limits build", build.note)),
+                         remediation=Remediation(
                              "Make pam_limits succeed: restore /etc/security/limits.conf and "
                              "remove dangling or unreadable files from limits.d."))
             return
@@ -152,10 +170,13 @@ def run(ctx: CheckContext) -> Iterator[Result]:
             continue
         got = dec.limits.get(item) if dec.status == "applied" else None
         if got is None:
-            why = (f"'{dec.nolimits_line.raw}' at {dec.nolimits_line.where} sets no limits"
-                   if dec.nolimits_line is not None else "no line sets it")
+            nl = dec.nolimits_line
+            why = (f"'{nl.raw}' at {nl.where} sets no limits" if nl is not None
+                   else "no line sets it")
             per_user[a.name] = f"not set ({why})"
             unset.append(a.name)
+            if nl is not None:
+                nolimits.setdefault(nl.where, Evidence.file(nl.file, nl.line, nl.raw))
             continue
         sd = got[idx]
         value = conf_units(item, sd.value)
@@ -188,11 +209,14 @@ def run(ctx: CheckContext) -> Iterator[Result]:
                if line else "") + ".",
             (Snippet.file(DROPIN, line + "\n", f"{side} {item} for every user"),)
             if line and _fix_value(pred) != "?" else ())
+        evidence = tuple(e for _, _, e in failing if e)
+        if outcome == "fail" and unset:
+            evidence += _unset_evidence(host, files, build, side, item, unset,
+                                        list(nolimits.values()))
         yield Result(Status.FAIL, subject, f"{len(failing)} of {len(per_user)} accounts "
                      f"miss {side} {item} {want}: {listed}{more}{note}", expected=want,
                      actual=failing[0][1], aspect=Aspect.CONFIG,
-                     evidence=tuple(e for _, _, e in failing if e) or ev_all, data=data,
-                     remediation=rem)
+                     evidence=evidence or ev_all, data=data, remediation=rem)
         return
     if unknown:
         yield Result(Status.ERROR, subject, "group membership cannot be decided from the "
@@ -207,6 +231,28 @@ def run(ctx: CheckContext) -> Iterator[Result]:
                  f"{want} ({src}){note}", expected=want,
                  actual=next(iter(per_user.values()), None), aspect=Aspect.CONFIG,
                  evidence=ev_all, data=data)
+
+
+def _unset_evidence(host: Host, files: list[tuple[str, list[lp.Line] | str]],
+                    build: PamBuild, side: str, item: str, unset: list[str],
+                    nolimits: list[Evidence]) -> tuple[Evidence, ...]:
+    """Why ``unset`` accounts get no ``side item``: the ``<domain> -`` lines that set no
+    limits for them, each file pam_limits read (none of its lines sets the item for them),
+    and, as a ``default``, where the files were looked for and what the session keeps."""
+    from aiaudit.checks.limits import limits_file_evidence, limits_search
+
+    names = ", ".join(unset[:MAX_LISTED]) + (" and more" if len(unset) > MAX_LISTED else "")
+    read = [path for path, got in files if not isinstance(got, str)]
+    out = list(nolimits)
+    out += [limits_file_evidence(host, path, f"no line sets {side} {item} for {names}")
+            for path in read[:MAX_LISTED]]
+    keeps = ("PID 1's limit (Debian pam_limits before 1.7 starts from /proc/1/limits)"
+             if build.kernel_start else "the limit the login service starts with")
+    out.append(Evidence.default(
+        f"pam_limits files: {limits_search(build)}",
+        f"{len(read)} read, no line sets {side} {item} for {names}: the session keeps "
+        f"{keeps}"))
+    return tuple(out)
 
 
 def _fix_value(pred: Predicate) -> str:
