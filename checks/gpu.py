@@ -172,12 +172,16 @@ def run_match(ctx: CheckContext) -> Iterator[Result]:
             return
         user = driver_version(host)
         what = ", ".join(f"{lib.path} ({lib.version})" for lib in us.effective.values())
+        # the user-space files (or package record) found, and where no module was
+        found = [Evidence.file(lib.path, None, lib.version) for lib in us.effective.values()]
         if not what and user:
             what = f"{user.what} {user.version}"
+            found.append(user.evidence)
         yield Result(Status.FAIL, "nvidia kernel module",
                      f"user-space driver {what} is installed but no nvidia kernel module was "
                      f"found for any kernel. {notes}".strip(),
                      expected="a kernel module of the same version", actual="none",
+                     evidence=(*found, gs.module_search_evidence(ks)),
                      remediation=install_driver(
                          host, nvidia.branch(user.version) if user else 535,
                          "Install the kernel module of the same driver version"))
@@ -429,15 +433,17 @@ def _compat_package(subject: str) -> tuple[str, tuple[Snippet, ...]]:
 # ------------------------------------------------------------------ persistence mode
 def _persistenced(host: Host) -> tuple[bool | None, str, tuple[Evidence, ...]]:
     """(configured at boot?, why, evidence) for nvidia-persistenced."""
-    from aiaudit.systemd import is_enabled, load_unit
+    from aiaudit.systemd import is_enabled, load_unit, unit_evidence
 
     try:
         unit = load_unit(host, PERSISTENCED)
     except (HostError, ParseError) as exc:
-        return None, f"{PERSISTENCED} cannot be read: {exc}", ()
+        return None, f"{PERSISTENCED} cannot be read: {exc}", (
+            Evidence.default(f"unit {PERSISTENCED}", f"cannot be read: {exc}"),)
     if not unit.exists:
+        # the mask, or (a default) where the unit file was looked for
         return False, (f"{PERSISTENCED} is masked" if unit.masked else
-                       f"{PERSISTENCED} is not installed"), ()
+                       f"{PERSISTENCED} is not installed"), (unit_evidence(host, PERSISTENCED),)
     en = is_enabled(host, PERSISTENCED)
     ev = [Evidence.file(en.evidence)] if en.evidence else []
     for a in unit.get_all("Service", "ExecStart"):
