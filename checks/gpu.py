@@ -29,7 +29,8 @@ from aiaudit.api import (
 from aiaudit.errors import CommandError, HostError, LiveStateUnavailable, ParseError
 from aiaudit.host import Host
 from aiaudit.identity import os_release
-from aiaudit.parsers import cuda, lazy_pattern, nvidia
+from aiaudit.packages import DPKG_STATUS
+from aiaudit.parsers import cuda, lazy_pattern, ldconf, nvidia
 
 PERSISTENCED = "nvidia-persistenced.service"
 
@@ -112,6 +113,26 @@ def _absent_reason(host: Host) -> str:
             "the loader path, no driver package); a container image gets it from its host")
 
 
+def _absent_evidence(host: Host, ks: gs.KernelSide, us: gs.UserSide
+                     ) -> tuple[Evidence, ...]:
+    """Where no NVIDIA driver was found: the module directories, the loader path, the
+    package databases (file evidence where they exist) and, live, the PCI bus."""
+    libs = " or ".join(f"{lib}.<version>" for lib in gs.LIBS)
+    dirs = ", ".join(d.lstrip("/") for d in us.dirs) or (
+        "no directory exists of etc/ld.so.conf's and "
+        + ", ".join(d.lstrip("/") for d in ldconf.DEFAULT_DIRS))
+    out = [gs.module_search_evidence(ks),
+           Evidence.default(f"{libs} in the loader path: {dirs}", "none found")]
+    dbs = [db for db in (DPKG_STATUS, gs.RPMDB_SQLITE) if host.is_file(db)]
+    out += [Evidence.file(db, None, "no NVIDIA driver package") for db in dbs]
+    if not dbs:
+        out.append(Evidence.default("package databases: " + ", ".join(
+            db.lstrip("/") for db in (DPKG_STATUS, gs.RPMDB_SQLITE)), "no such file"))
+    if host.live:
+        out.append(Evidence.runtime("/sys/bus/pci/devices", "no NVIDIA device"))
+    return tuple(out)
+
+
 def gate(host: Host, params: Any, subject: str = "gpu") -> Result | None:
     """A SKIP (or, with ``require_gpu``, a FAIL) when there is neither an NVIDIA GPU nor an
     NVIDIA driver; ``None`` when the GPU rules apply."""
@@ -122,6 +143,7 @@ def gate(host: Host, params: Any, subject: str = "gpu") -> Result | None:
     if params.get("require_gpu"):
         return Result(Status.FAIL, subject, f"{why}, but this ruleset requires GPUs",
                       expected="an NVIDIA GPU with its driver", actual="none",
+                      evidence=_absent_evidence(host, ks, us),
                       remediation=install_driver(host, 535, "This host must have GPUs"))
     return Result(Status.SKIP, subject, f"{why}: GPU rules do not apply")
 

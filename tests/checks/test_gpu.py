@@ -531,3 +531,22 @@ def test_persistence_masked_and_disabled_are_file_evidence(make_root) -> None:
     assert r.status is Status.FAIL
     assert [(e.kind, e.path) for e in r.evidence] == [
         ("file", "/lib/systemd/system/nvidia-persistenced.service")]
+
+
+def test_required_gpu_absent_says_where_the_driver_was_looked_for(make_root) -> None:
+    dpkg = "Package: bash\nStatus: install ok installed\nVersion: 5.2-1\n\n"
+    root = make_root({**LDCONF, "/etc/os-release": UBUNTU, "/var/lib/dpkg/status": dpkg},
+                     dirs=(ML,))
+    [r] = run_check("gpu.persistence", root, {"require_gpu": True})
+    assert r.status is Status.FAIL
+    modules, libs, db = r.evidence
+    assert modules.kind == "default" and modules.value == "no kernel installed"
+    assert libs.kind == "default" and libs.value == "none found"
+    assert "libcuda.so.<version> or libnvidia-ml.so.<version>" in libs.source
+    assert "usr/lib/x86_64-linux-gnu" in libs.source
+    assert (db.kind, db.path) == ("file", "/var/lib/dpkg/status")
+    [r] = run_check("gpu.driver_match", make_root({"/etc/os-release": ROCKY}),
+                    {"require_gpu": True})
+    assert "no directory exists of etc/ld.so.conf's and " in r.evidence[1].source
+    assert r.evidence[-1].kind == "default" and r.evidence[-1].value == "no such file"
+    assert r.evidence[-1].source.startswith("package databases: var/lib/dpkg/status")
