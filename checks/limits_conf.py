@@ -52,6 +52,7 @@ OTHER_UID = 4294967294
 """uid of the stand-in for an account not yet in passwd (``(uid_t)-2``: above every range
 a site writes, so only ``*`` and open ``N:`` ranges match it)."""
 MAX_LISTED = 10
+NSSWITCH = "/etc/nsswitch.conf"
 """Accounts named in a failure message (all are in ``data``)."""
 
 _BOUND = {"oneOf": [{"type": ["integer", "number"]}, {"const": "unlimited"}]}
@@ -146,6 +147,8 @@ def run(ctx: CheckContext) -> Iterator[Result]:
             people.append(a)
     bad: list[tuple[str, str, Evidence | None]] = []
     unknown: list[str] = []
+    uncertain: list[lp.Line] = []
+    """Lines whose group domain the files cannot decide for some account."""
     unset: list[str] = []
     deciders: dict[str, Evidence] = {}
     nolimits: dict[str, Evidence] = {}
@@ -167,6 +170,7 @@ def run(ctx: CheckContext) -> Iterator[Result]:
             return
         if dec.uncertain:
             unknown.append(a.name)
+            uncertain += [ln for ln in dec.uncertain if ln not in uncertain]
             continue
         got = dec.limits.get(item) if dec.status == "applied" else None
         if got is None:
@@ -187,7 +191,8 @@ def run(ctx: CheckContext) -> Iterator[Result]:
         try:
             holds = pred.ok(value)
         except ValueError as exc:
-            yield Result(Status.ERROR, subject, f"cannot compare: {exc}", expected=want)
+            yield Result(Status.ERROR, subject, f"cannot compare: {exc}", expected=want,
+                         evidence=(ev,) if ev else ())
             return
         if not holds:
             bad.append((a.name, _spell(value), ev))
@@ -221,7 +226,12 @@ def run(ctx: CheckContext) -> Iterator[Result]:
     if unknown:
         yield Result(Status.ERROR, subject, "group membership cannot be decided from the "
                      f"files for {', '.join(unknown[:MAX_LISTED])} (groups also come from "
-                     f"{', '.join(acc.remote_group)})", expected=want, data=data)
+                     f"{', '.join(acc.remote_group)})", expected=want, data=data,
+                     evidence=(*(Evidence.file(ln.file, ln.line, ln.raw) for ln in uncertain[:3]),
+                               Evidence.file(NSSWITCH, None, "group sources: "
+                                             + ", ".join(acc.remote_group))
+                               if host.is_file(NSSWITCH) else
+                               Evidence.default("group sources", ", ".join(acc.remote_group))))
         return
     if unset and outcome == "skip" and not bad and len(unset) == len(per_user):
         yield Result(Status.SKIP, subject, f"no line sets {side} {item}{note}", data=data)

@@ -250,3 +250,14 @@ def test_refused_by_a_dangling_limits_d_link_points_at_the_link(make_root) -> No
     assert r.evidence[0].kind == "file"
     assert r.evidence[0].path == "/etc/security/limits.d/50-gone.conf"
     assert "dangling" in r.evidence[0].value
+
+
+def test_undecidable_group_names_the_line_and_the_group_sources(make_root) -> None:
+    root = root_with(make_root, "@dev hard core 0\n* hard core 0\n",
+                     {"/etc/nsswitch.conf": "passwd: files\ngroup: files sss\n"})
+    [r] = check(root, item="core", type="hard", max=0)
+    assert r.status is Status.ERROR and "group membership" in r.message
+    line, ns = r.evidence
+    assert (line.kind, line.source, line.value) == ("file", "etc/security/limits.conf:1",
+                                                    "@dev hard core 0")
+    assert (ns.kind, ns.path) == ("file", "/etc/nsswitch.conf") and "sss" in ns.value
