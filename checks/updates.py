@@ -239,8 +239,15 @@ def run_security(ctx: CheckContext) -> Iterator[Result]:
 # ------------------------------------------------------------------ unattended
 def apt_config(host: Host) -> tuple[dict[str, tuple[str, int, str]], list[str]]:
     """Effective apt.conf scalars: ``{key: (value, line, file)}`` and problems."""
+    out, problems, _ = _apt_config(host)
+    return out, problems
+
+
+def _apt_config(host: Host) -> tuple[dict[str, tuple[str, int, str]], list[str], list[str]]:
+    """:func:`apt_config`, and the files the problems are in."""
     out: dict[str, tuple[str, int, str]] = {}
     problems: list[str] = []
+    bad: list[str] = []
     files = [f"{APT_CONF_D}/{n}" for n in host.listdir(APT_CONF_D)
              if not n.endswith(_IGNORED_SUFFIXES) and ("." not in n or n.endswith(".conf"))
              and all(c.isalnum() or c in "_-." for c in n)]
@@ -253,13 +260,14 @@ def apt_config(host: Host) -> tuple[dict[str, tuple[str, int, str]], list[str]]:
             ops = aptconf.parse_ops(host.read_text(path), path)
         except (HostError, ParseError) as exc:
             problems.append(str(exc))
+            bad.append(path)
             continue
         aptconf.apply(ops, merged)
         for k, v, _ in ops:
             if v is not None:
                 where[k] = path
     out = {k: (v, ln, where[k]) for k, (v, ln) in merged.items()}
-    return out, problems
+    return out, problems, bad
 
 
 def _unit_exists(host: Host, name: str) -> bool:
@@ -309,9 +317,10 @@ def run_unattended(ctx: CheckContext) -> Iterator[Result]:
                              manual="install the unattended-upgrades package (a package "
                                     "cannot be installed into an offline root by a file)"))
             return
-        cfg, problems = apt_config(host)
+        cfg, problems, bad = _apt_config(host)
         if problems:
-            yield Result(Status.ERROR, "unattended-upgrades", "; ".join(problems[:3]))
+            yield Result(Status.ERROR, "unattended-upgrades", "; ".join(problems[:3]),
+                         evidence=tuple(Evidence.file(b) for b in bad[:3]))
             return
         off, ev = [], []
         for key in ("APT::Periodic::Update-Package-Lists", "APT::Periodic::Unattended-Upgrade"):

@@ -250,3 +250,10 @@ def test_dnf_automatic_failure_names_the_timers_and_apply_updates(make_root) -> 
     assert auto.kind == "default" and auto.value == "not installed"
     assert (conf.kind, conf.source, conf.value) == ("file", "etc/dnf/automatic.conf:2",
                                                     "apply_updates = no")
+
+
+def test_unattended_broken_apt_conf_points_at_the_file(make_root) -> None:
+    bad = {"/etc/apt/apt.conf.d/50broken": 'APT::Periodic::Unattended-Upgrade "1"\n{{{\n'}
+    [r] = run_check("updates.unattended", unattended_root(make_root, bad))
+    assert r.status is Status.ERROR
+    assert [(e.kind, e.path) for e in r.evidence] == [("file", "/etc/apt/apt.conf.d/50broken")]
