@@ -106,7 +106,9 @@ def run(ctx: CheckContext) -> Iterator[Result]:
     """One result: the accounts whose limit misses the expectation, with the deciding
     lines; or every account holding it."""
     from aiaudit.checks.limits import (
+        PASSWD_MISSING,
         accounts,
+        accounts_error_evidence,
         limits_file_evidence,
         limits_files,
         pam_build,
@@ -124,10 +126,11 @@ def run(ctx: CheckContext) -> Iterator[Result]:
         acc = accounts(host)
     except NotFound:
         yield Result(Status.ERROR, subject, "etc/passwd is missing: users cannot be resolved",
-                     evidence=(Evidence.default("accounts: etc/passwd", "no such file"),))
+                     evidence=(PASSWD_MISSING,))
         return
     except (HostError, ParseError) as exc:
-        yield Result(Status.ERROR, subject, f"cannot read users: {exc}")
+        yield Result(Status.ERROR, subject, f"cannot read users: {exc}",
+                     evidence=(accounts_error_evidence(exc),))
         return
     build = pam_build(host)
     files, notes = limits_files(host, build, None)

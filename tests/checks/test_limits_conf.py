@@ -261,3 +261,13 @@ def test_undecidable_group_names_the_line_and_the_group_sources(make_root) -> No
     assert (line.kind, line.source, line.value) == ("file", "etc/security/limits.conf:1",
                                                     "@dev hard core 0")
     assert (ns.kind, ns.path) == ("file", "/etc/nsswitch.conf") and "sss" in ns.value
+
+
+def test_unreadable_accounts_error_names_the_account_files(make_root) -> None:
+    root = make_root({"/etc/passwd": b"root:x:0:0\x00\x01\x02::/:/bin/sh\n",
+                      "/etc/os-release": "ID=debian\n"})
+    [r] = check(root, item="core", type="hard", max=0)
+    assert r.status is Status.ERROR
+    [e] = r.evidence
+    assert (e.kind, e.source) == ("default", "accounts: etc/passwd, etc/group")
+    assert e.value.startswith("cannot be read: ")
