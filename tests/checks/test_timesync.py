@@ -71,3 +71,13 @@ def test_live_nothing_running_names_the_processes(make_root) -> None:
     looked = r.evidence[-1]
     assert looked.kind == "default" and "chronyd" in looked.source
     assert looked.value == "none running"
+
+
+def test_offline_masked_unit_is_the_mask_link(make_root) -> None:
+    unit = {**INIT, "/lib/systemd/system/systemd-timesyncd.service": UNIT}
+    root = make_root(unit, {"/etc/systemd/system/systemd-timesyncd.service": "/dev/null"})
+    [r] = run_check("time.sync", root)
+    assert r.status is Status.FAIL
+    [mask] = [e for e in r.evidence if e.kind == "file"]
+    assert (mask.path, mask.value) == ("/etc/systemd/system/systemd-timesyncd.service",
+                                       "systemd-timesyncd.service is masked")
