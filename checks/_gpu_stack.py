@@ -102,6 +102,8 @@ class KernelSide:
     """Module files that could not be read."""
     kernels: tuple[str, ...] = ()
     """Kernel releases whose module trees were searched (offline), newest first."""
+    unreadable: tuple[Evidence, ...] = ()
+    """Where each of ``problems`` is (the module file, or the /proc, /sys file)."""
 
     @property
     def effective(self) -> Version | None:
@@ -357,6 +359,7 @@ def kernel_side(host: Host) -> KernelSide:
 def _kernel_side(host: Host) -> KernelSide:
     notes: list[str] = []
     problems: list[str] = []
+    unreadable: list[Evidence] = []
     loaded: Version | None = None
     open_module: bool | None = None
     if host.live:
@@ -375,8 +378,10 @@ def _kernel_side(host: Host) -> KernelSide:
                 notes.append("the nvidia kernel module is not loaded")
             except (HostError, ParseError) as exc:
                 problems.append(str(exc))
+                unreadable.append(Evidence.runtime("/sys/module/nvidia/version", str(exc)))
         except (HostError, ParseError) as exc:
             problems.append(str(exc))
+            unreadable.append(Evidence.runtime("/proc/driver/nvidia/version", str(exc)))
     installed: Version | None = None
     kernel: str | None = None
     kroots: dict[str, str] = {}
@@ -400,6 +405,7 @@ def _kernel_side(host: Host) -> KernelSide:
                 continue
             except (HostError, ParseError) as exc:
                 problems.append(f"{path}: {exc}")
+                unreadable.append(Evidence.file(path, None, str(exc)))
                 continue
             if ver and nvidia.is_version(ver):
                 installed = Version(ver, Evidence.file(path, None, f"version={ver}"),
@@ -419,7 +425,7 @@ def _kernel_side(host: Host) -> KernelSide:
                 notes.append(f"{hit[0]} is installed but no nvidia.ko was found for any "
                              f"kernel under /lib/modules (DKMS build missing?)")
     return KernelSide(loaded, installed, open_module, kernel, tuple(notes), tuple(problems),
-                      tuple(searched))
+                      tuple(searched), tuple(unreadable))
 
 
 def module_search_evidence(ks: KernelSide) -> Evidence:

@@ -190,7 +190,8 @@ def run_match(ctx: CheckContext) -> Iterator[Result]:
     if kernel is None:
         if ks.problems:
             yield Result(Status.ERROR, "nvidia kernel module",
-                         "kernel module version cannot be read: " + "; ".join(ks.problems))
+                         "kernel module version cannot be read: " + "; ".join(ks.problems),
+                         evidence=ks.unreadable)
             return
         user = driver_version(host)
         what = ", ".join(f"{lib.path} ({lib.version})" for lib in us.effective.values())

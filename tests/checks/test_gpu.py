@@ -550,3 +550,11 @@ def test_required_gpu_absent_says_where_the_driver_was_looked_for(make_root) -> 
     assert "no directory exists of etc/ld.so.conf's and " in r.evidence[1].source
     assert r.evidence[-1].kind == "default" and r.evidence[-1].value == "no such file"
     assert r.evidence[-1].source.startswith("package databases: var/lib/dpkg/status")
+
+
+def test_match_unreadable_module_file_is_the_errors_evidence(make_root) -> None:
+    ko = "/lib/modules/6.1.0-18-amd64/updates/dkms/nvidia.ko"
+    root = stack(make_root, module=None, files={ko: b"not an ELF file"})
+    [r] = run_check("gpu.driver_match", root)
+    assert r.status is Status.ERROR and "cannot be read" in r.message
+    assert [(e.kind, e.path) for e in r.evidence] == [("file", ko)]
