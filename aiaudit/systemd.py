@@ -7,8 +7,11 @@ systemd-system.conf(5), standard-conf.xml.
 
 from __future__ import annotations
 
-from aiaudit.errors import HostError, NotFound
+from typing import Iterable
+
+from aiaudit.errors import HostError, NotFound, ParseError
 from aiaudit.host import Host
+from aiaudit.model import Evidence
 from aiaudit.parsers import unitfile
 from aiaudit.parsers.unitfile import Assignment
 from aiaudit.records import record
@@ -218,6 +221,30 @@ def is_enabled(host: Host, name: str) -> Enablement:
                 return Enablement(True, False, f"{name} is wanted by {sub[:sub.rfind('.')]}",
                                   f"{d}/{sub}/{link}")
     return Enablement(False, False, f"no target wants {name} (not enabled)")
+
+
+def search_text(names: Iterable[str]) -> str:
+    """Where :func:`load_unit` looks for the unit files ``names``, for a ``default``
+    evidence text: ``a.service, b.service in etc/systemd/system.control, ...`` (the
+    :data:`UNIT_DIRS` search path, root-relative)."""
+    return f"{', '.join(names)} in {', '.join(d.lstrip('/') for d in UNIT_DIRS)}"
+
+
+def unit_evidence(host: Host, name: str, en: Enablement | None = None) -> Evidence:
+    """What decided whether unit ``name`` starts at boot: the link that enables or masks
+    it, else the unit file that is installed but not enabled, else (a ``default``: no file
+    to point at) the search path where no unit file was found.  ``en`` is
+    :func:`is_enabled`'s answer when the caller has it."""
+    en = en if en is not None else is_enabled(host, name)
+    if en.evidence:
+        return Evidence.file(en.evidence, None, en.reason)
+    try:
+        unit = load_unit(host, name)
+    except (HostError, ParseError) as exc:
+        return Evidence.default(f"unit {name}", f"cannot be read: {exc}")
+    if unit.path is not None:
+        return Evidence.file(unit.path, None, en.reason)
+    return Evidence.default(f"unit {search_text((name,))}", "not installed")
 
 
 def manager_config(host: Host) -> list[Assignment]:

@@ -28,6 +28,9 @@ MODULE_DIRS = ("updates", "extra", "kernel/nvidia*", "kernel/drivers/video",
 """Where distributions and DKMS put ``nvidia.ko`` under ``/lib/modules/<kver>/``: DKMS
 ``updates/dkms``, RHEL kmods ``extra``, Ubuntu's prebuilt ``kernel/nvidia-<branch>``..."""
 
+MODULE_BASES = ("/lib/modules", "/usr/lib/modules")
+"""Where the installed kernels' module trees are (``/usr/lib`` on merged-usr roots)."""
+
 LIBS = ("libcuda.so", "libnvidia-ml.so")
 """User-space driver libraries whose file names carry the driver version."""
 
@@ -97,6 +100,10 @@ class KernelSide:
     notes: tuple[str, ...] = ()
     problems: tuple[str, ...] = ()
     """Module files that could not be read."""
+    kernels: tuple[str, ...] = ()
+    """Kernel releases whose module trees were searched (offline), newest first."""
+    unreadable: tuple[Evidence, ...] = ()
+    """Where each of ``problems`` is (the module file, or the /proc, /sys file)."""
 
     @property
     def effective(self) -> Version | None:
@@ -352,6 +359,7 @@ def kernel_side(host: Host) -> KernelSide:
 def _kernel_side(host: Host) -> KernelSide:
     notes: list[str] = []
     problems: list[str] = []
+    unreadable: list[Evidence] = []
     loaded: Version | None = None
     open_module: bool | None = None
     if host.live:
@@ -370,17 +378,21 @@ def _kernel_side(host: Host) -> KernelSide:
                 notes.append("the nvidia kernel module is not loaded")
             except (HostError, ParseError) as exc:
                 problems.append(str(exc))
+                unreadable.append(Evidence.runtime("/sys/module/nvidia/version", str(exc)))
         except (HostError, ParseError) as exc:
             problems.append(str(exc))
+            unreadable.append(Evidence.runtime("/proc/driver/nvidia/version", str(exc)))
     installed: Version | None = None
     kernel: str | None = None
     kroots: dict[str, str] = {}
-    for base in ("/lib/modules", "/usr/lib/modules"):
+    for base in MODULE_BASES:
         for k in host.listdir(base):
             if host.is_dir(f"{base}/{k}"):
                 kroots.setdefault(k, f"{base}/{k}")
     # A loaded module decides; module files are only read (tens of MiB) when none is.
+    searched: list[str] = []
     for k in [] if loaded else sorted(kroots, key=_kver_key, reverse=True):
+        searched.append(k)
         files = _module_files(host, kroots[k])
         if not files:
             continue
@@ -393,6 +405,7 @@ def _kernel_side(host: Host) -> KernelSide:
                 continue
             except (HostError, ParseError) as exc:
                 problems.append(f"{path}: {exc}")
+                unreadable.append(Evidence.file(path, None, str(exc)))
                 continue
             if ver and nvidia.is_version(ver):
                 installed = Version(ver, Evidence.file(path, None, f"version={ver}"),
@@ -411,7 +424,20 @@ def _kernel_side(host: Host) -> KernelSide:
             if kroots and not problems:
                 notes.append(f"{hit[0]} is installed but no nvidia.ko was found for any "
                              f"kernel under /lib/modules (DKMS build missing?)")
-    return KernelSide(loaded, installed, open_module, kernel, tuple(notes), tuple(problems))
+    return KernelSide(loaded, installed, open_module, kernel, tuple(notes), tuple(problems),
+                      tuple(searched), tuple(unreadable))
+
+
+def module_search_evidence(ks: KernelSide) -> Evidence:
+    """``default`` evidence: where no nvidia kernel module was found (the module
+    directories of :data:`MODULE_DIRS` of each kernel under :data:`MODULE_BASES`, and the
+    package database)."""
+    bases = ", ".join(f"{b.lstrip('/')}/<kernel>" for b in MODULE_BASES)
+    kernels = (f"none for kernel {', '.join(ks.kernels)}" if ks.kernels
+               else "no kernel installed")
+    return Evidence.default(f"nvidia kernel module: nvidia.ko[.xz|.gz|.zst] in "
+                            f"{', '.join(MODULE_DIRS)} of {bases}, and the "
+                            "package database", kernels)
 
 
 # ------------------------------------------------------------------ user side

@@ -73,6 +73,10 @@ class FirewallState:
     notes: list[str] = field(default_factory=list)
     running: bool = False
     """The kernel's current ruleset (commands), not the boot configuration."""
+    looked: list[Evidence] = field(default_factory=list)
+    """What was looked at for the mechanisms that load nothing: a unit file installed but
+    not enabled, and (``default`` evidence) where a mechanism that is not installed was
+    looked for.  Shown only when no mechanism is active: then it is what decided."""
 
     def active(self) -> list[str]:
         """Names of the active mechanisms."""
@@ -88,6 +92,8 @@ def load_running(host: Host) -> FirewallState:
     except CommandError as exc:
         if "not installed" not in str(exc):
             st.problems.append(str(exc))
+        else:
+            st.looked.append(Evidence.default("nft -j list ruleset", "nft is not installed"))
         res = None
     if res is not None:
         if res.returncode != 0:
@@ -219,6 +225,32 @@ def _resolver(host: Host) -> nft.Resolver:
     return resolve
 
 
+def _not_installed(what: str, files: tuple[str, ...], units: tuple[str, ...] = ()
+                   ) -> Evidence:
+    """``default`` evidence: mechanism ``what`` was looked for as ``files`` and ``units``
+    (on the systemd unit search path) and none of them is there."""
+    parts = [f.lstrip("/") for f in files]
+    if units:
+        parts.append(f"unit {systemd.search_text(units)}")
+    return Evidence.default(f"{what}: {', '.join(parts)}", "not installed")
+
+
+def _unit_looked(host: Host, st: FirewallState, what: str, unit: str,
+                 en: systemd.Enablement, files: tuple[str, ...] = ()) -> None:
+    """Record for a mechanism that loads nothing why its ``unit`` does not start it: the
+    unit file installed but not enabled, else where it was looked for (with ``files``, the
+    mechanism's configuration that is not there either)."""
+    if en.evidence:
+        return  # the mask link is the mechanism's own evidence
+    uev = systemd.unit_evidence(host, unit, en)
+    if uev.kind == "file":
+        st.looked.append(uev)
+        if files:
+            st.looked.append(_not_installed(what, files))
+    else:
+        st.looked.append(_not_installed(what, files, (unit,)))
+
+
 def _load_nftables(host: Host, st: FirewallState, rs: nf.Ruleset) -> None:
     en = systemd.is_enabled(host, "nftables.service")
     path, exec_ev = _nft_file(host)
@@ -229,6 +261,10 @@ def _load_nftables(host: Host, st: FirewallState, rs: nf.Ruleset) -> None:
         if host.exists(path):
             st.notes.append(f"{path} exists but nothing loads it at boot "
                             f"(nftables.service {'is masked' if en.masked else 'is not enabled'})")
+            st.looked.append(Evidence.file(path, None, "nothing loads it at boot"))
+            _unit_looked(host, st, "nftables", "nftables.service", en)
+        else:
+            _unit_looked(host, st, "nftables", "nftables.service", en, (path,))
         st.mechanisms.append(Mechanism("nftables", False, en.reason, ev))
         return
     try:
@@ -251,6 +287,7 @@ def _load_ufw(host: Host, st: FirewallState, rs: nf.Ruleset) -> None:
     conf_path, default_path = "/etc/ufw/ufw.conf", "/etc/default/ufw"
     text = host.try_read_text(conf_path)
     if text is None:
+        st.looked.append(_not_installed("ufw", (conf_path,)))
         return
     from aiaudit.parsers import ufw  # only where ufw is installed
 
@@ -265,6 +302,7 @@ def _load_ufw(host: Host, st: FirewallState, rs: nf.Ruleset) -> None:
         st.mechanisms.append(Mechanism("ufw", False, "ENABLED is not yes in ufw.conf", ev))
         return
     if not en.enabled:
+        _unit_looked(host, st, "ufw", "ufw.service", en)
         st.mechanisms.append(Mechanism("ufw", False, "ENABLED=yes but ufw.service is not "
                                        f"enabled ({en.reason}): nothing loads it at boot", ev))
         st.notes.append("ufw: ENABLED=yes but ufw.service is not enabled")
@@ -308,6 +346,9 @@ def _load_firewalld(host: Host, st: FirewallState, rs: nf.Ruleset) -> None:
     if not en.enabled:
         if host.exists(conf_path):
             st.mechanisms.append(Mechanism("firewalld", False, en.reason, ev))
+            _unit_looked(host, st, "firewalld", "firewalld.service", en)
+        else:
+            _unit_looked(host, st, "firewalld", "firewalld.service", en, (conf_path,))
         return
     from aiaudit.parsers import firewalld as fwd  # only where firewalld starts at boot
     from aiaudit.parsers import ufw  # its KEY=value reader, for firewalld.conf
@@ -369,14 +410,17 @@ IPTABLES_SERVICES = (
 
 
 def _load_iptables_persistent(host: Host, st: FirewallState, rs: nf.Ruleset) -> None:
+    absent: dict[str, list[str]] = {}
     for mech, unit, files in IPTABLES_SERVICES:
         present = [(f, p) for f, p in files if host.exists(p)]
         if not present:
+            absent.setdefault(mech, []).extend(p for _, p in files)
             continue
         en = systemd.is_enabled(host, unit)
         ev = [Evidence.file(en.evidence, None, en.reason)] if en.evidence else []
         if not en.enabled:
             st.mechanisms.append(Mechanism(mech, False, en.reason, ev))
+            _unit_looked(host, st, mech, unit, en)
             continue
         for fam, path in present:
             try:
@@ -385,6 +429,7 @@ def _load_iptables_persistent(host: Host, st: FirewallState, rs: nf.Ruleset) -> 
             except (HostError, ParseError) as exc:
                 st.problems.append(str(exc))
         st.mechanisms.append(Mechanism(mech, True, en.reason, ev))
+    st.looked += [_not_installed(mech, tuple(paths)) for mech, paths in absent.items()]
 
 
 def load_boot(host: Host) -> FirewallState:
@@ -647,7 +692,9 @@ def _notes(st: FirewallState) -> str:
 
 
 def _mech_evidence(st: FirewallState) -> list[Evidence]:
-    return [e for m in st.mechanisms for e in m.evidence]
+    """The mechanisms' evidence; when none is active, also what was looked at for them."""
+    out = [e for m in st.mechanisms for e in m.evidence]
+    return out if st.active() else out + st.looked
 
 
 def _mech_text(st: FirewallState) -> str:

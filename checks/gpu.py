@@ -29,7 +29,8 @@ from aiaudit.api import (
 from aiaudit.errors import CommandError, HostError, LiveStateUnavailable, ParseError
 from aiaudit.host import Host
 from aiaudit.identity import os_release
-from aiaudit.parsers import cuda, lazy_pattern, nvidia
+from aiaudit.packages import DPKG_STATUS
+from aiaudit.parsers import cuda, lazy_pattern, ldconf, nvidia
 
 PERSISTENCED = "nvidia-persistenced.service"
 
@@ -112,6 +113,26 @@ def _absent_reason(host: Host) -> str:
             "the loader path, no driver package); a container image gets it from its host")
 
 
+def _absent_evidence(host: Host, ks: gs.KernelSide, us: gs.UserSide
+                     ) -> tuple[Evidence, ...]:
+    """Where no NVIDIA driver was found: the module directories, the loader path, the
+    package databases (file evidence where they exist) and, live, the PCI bus."""
+    libs = " or ".join(f"{lib}.<version>" for lib in gs.LIBS)
+    dirs = ", ".join(d.lstrip("/") for d in us.dirs) or (
+        "no directory exists of etc/ld.so.conf's and "
+        + ", ".join(d.lstrip("/") for d in ldconf.DEFAULT_DIRS))
+    out = [gs.module_search_evidence(ks),
+           Evidence.default(f"{libs} in the loader path: {dirs}", "none found")]
+    dbs = [db for db in (DPKG_STATUS, gs.RPMDB_SQLITE) if host.is_file(db)]
+    out += [Evidence.file(db, None, "no NVIDIA driver package") for db in dbs]
+    if not dbs:
+        out.append(Evidence.default("package databases: " + ", ".join(
+            db.lstrip("/") for db in (DPKG_STATUS, gs.RPMDB_SQLITE)), "no such file"))
+    if host.live:
+        out.append(Evidence.runtime("/sys/bus/pci/devices", "no NVIDIA device"))
+    return tuple(out)
+
+
 def gate(host: Host, params: Any, subject: str = "gpu") -> Result | None:
     """A SKIP (or, with ``require_gpu``, a FAIL) when there is neither an NVIDIA GPU nor an
     NVIDIA driver; ``None`` when the GPU rules apply."""
@@ -122,6 +143,7 @@ def gate(host: Host, params: Any, subject: str = "gpu") -> Result | None:
     if params.get("require_gpu"):
         return Result(Status.FAIL, subject, f"{why}, but this ruleset requires GPUs",
                       expected="an NVIDIA GPU with its driver", actual="none",
+                      evidence=_absent_evidence(host, ks, us),
                       remediation=install_driver(host, 535, "This host must have GPUs"))
     return Result(Status.SKIP, subject, f"{why}: GPU rules do not apply")
 
@@ -168,16 +190,21 @@ def run_match(ctx: CheckContext) -> Iterator[Result]:
     if kernel is None:
         if ks.problems:
             yield Result(Status.ERROR, "nvidia kernel module",
-                         "kernel module version cannot be read: " + "; ".join(ks.problems))
+                         "kernel module version cannot be read: " + "; ".join(ks.problems),
+                         evidence=ks.unreadable)
             return
         user = driver_version(host)
         what = ", ".join(f"{lib.path} ({lib.version})" for lib in us.effective.values())
+        # the user-space files (or package record) found, and where no module was
+        found = [Evidence.file(lib.path, None, lib.version) for lib in us.effective.values()]
         if not what and user:
             what = f"{user.what} {user.version}"
+            found.append(user.evidence)
         yield Result(Status.FAIL, "nvidia kernel module",
                      f"user-space driver {what} is installed but no nvidia kernel module was "
                      f"found for any kernel. {notes}".strip(),
                      expected="a kernel module of the same version", actual="none",
+                     evidence=(*found, gs.module_search_evidence(ks)),
                      remediation=install_driver(
                          host, nvidia.branch(user.version) if user else 535,
                          "Install the kernel module of the same driver version"))
@@ -429,15 +456,17 @@ def _compat_package(subject: str) -> tuple[str, tuple[Snippet, ...]]:
 # ------------------------------------------------------------------ persistence mode
 def _persistenced(host: Host) -> tuple[bool | None, str, tuple[Evidence, ...]]:
     """(configured at boot?, why, evidence) for nvidia-persistenced."""
-    from aiaudit.systemd import is_enabled, load_unit
+    from aiaudit.systemd import is_enabled, load_unit, unit_evidence
 
     try:
         unit = load_unit(host, PERSISTENCED)
     except (HostError, ParseError) as exc:
-        return None, f"{PERSISTENCED} cannot be read: {exc}", ()
+        return None, f"{PERSISTENCED} cannot be read: {exc}", (
+            Evidence.default(f"unit {PERSISTENCED}", f"cannot be read: {exc}"),)
     if not unit.exists:
+        # the mask, or (a default) where the unit file was looked for
         return False, (f"{PERSISTENCED} is masked" if unit.masked else
-                       f"{PERSISTENCED} is not installed"), ()
+                       f"{PERSISTENCED} is not installed"), (unit_evidence(host, PERSISTENCED),)
     en = is_enabled(host, PERSISTENCED)
     ev = [Evidence.file(en.evidence)] if en.evidence else []
     for a in unit.get_all("Service", "ExecStart"):

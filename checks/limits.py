@@ -416,6 +416,23 @@ def limits_files(host: Host, build: PamBuild, conf: str | None
     return out, notes
 
 
+def limits_search(build: PamBuild) -> str:
+    """Where :func:`limits_files` looks for the files pam_limits reads (no ``conf=``), for
+    a ``default`` evidence text: ``etc/security/limits.conf, etc/security/limits.d/*.conf``
+    (with the /usr/lib/security fallbacks of a vendordir build), root-relative."""
+    confs = (LIMITS_CONF, VENDOR_LIMITS_CONF) if build.vendordir else (LIMITS_CONF,)
+    dirs = (LIMITS_D, VENDOR_LIMITS_D) if build.vendordir else (LIMITS_D,)
+    return ", ".join([c.lstrip("/") for c in confs] + [f"{d.lstrip('/')}/*.conf" for d in dirs])
+
+
+def limits_file_evidence(host: Host, path: str, what: str) -> Evidence:
+    """Evidence for a file pam_limits reads that decided: ``file`` where it exists (a
+    dangling link or unreadable file is there to point at), else ``default``."""
+    if host.exists(path) or host.readlink(path) is not None:
+        return Evidence.file(path, None, what)
+    return Evidence.default(path.lstrip("/"), what)
+
+
 # ------------------------------------------------------------------ starting values
 @record
 class Start:
@@ -767,6 +784,16 @@ def want_value(item: str, p: Mapping[str, Any]) -> tuple[int, str]:
     return (int(m) * 1024 if item in lp.KIB_ITEMS else int(m)), str(m)
 
 
+PASSWD_MISSING = Evidence.default("accounts: etc/passwd", "no such file")
+"""Why users cannot be resolved in a root without /etc/passwd."""
+
+
+def accounts_error_evidence(exc: HostError | ParseError) -> Evidence:
+    """Evidence for :func:`accounts` failing with ``exc`` (a ``default``: the error does
+    not always say which of the account files it is about)."""
+    return Evidence.default("accounts: etc/passwd, etc/group", f"cannot be read: {exc}")
+
+
 def training_user(ctx: CheckContext) -> tuple[pw.Account | None, Accounts | None, Result | None]:
     """Resolve ``ctx.user`` in the scanned root's passwd; a result says why not."""
     if not ctx.user:
@@ -775,9 +802,10 @@ def training_user(ctx: CheckContext) -> tuple[pw.Account | None, Accounts | None
         acc = accounts(ctx.host)
     except NotFound:
         return None, None, Result(Status.ERROR, ctx.user, "etc/passwd is missing: users "
-                                  "cannot be resolved")
+                                  "cannot be resolved", evidence=(PASSWD_MISSING,))
     except (HostError, ParseError) as exc:
-        return None, None, Result(Status.ERROR, ctx.user, f"cannot read users: {exc}")
+        return None, None, Result(Status.ERROR, ctx.user, f"cannot read users: {exc}",
+                                  evidence=(accounts_error_evidence(exc),))
     user = acc.db.user(ctx.user)
     src = f" (from {ctx.user_source})" if ctx.user_source else ""
     if user is None:

@@ -19,7 +19,7 @@ Debian before PAM 1.7, else the service's): that is reported as "not set", a fai
 from __future__ import annotations
 
 import math
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from aiaudit import predicates
 from aiaudit.api import (
@@ -34,9 +34,13 @@ from aiaudit.api import (
     hookimpl,
 )
 from aiaudit.errors import HostError, NotFound, ParseError
+from aiaudit.host import Host
 from aiaudit.parsers import limits as lp
 from aiaudit.parsers import passwd as pw
 from aiaudit.predicates import Predicate
+
+if TYPE_CHECKING:
+    from aiaudit.checks.limits import PamBuild
 
 ITEMS = (*lp.ITEMS, "maxlogins", "maxsyslogins")
 """Items this check compares (every rlimit pam_limits sets, and the login counts)."""
@@ -48,6 +52,7 @@ OTHER_UID = 4294967294
 """uid of the stand-in for an account not yet in passwd (``(uid_t)-2``: above every range
 a site writes, so only ``*`` and open ``N:`` ranges match it)."""
 MAX_LISTED = 10
+NSSWITCH = "/etc/nsswitch.conf"
 """Accounts named in a failure message (all are in ``data``)."""
 
 _BOUND = {"oneOf": [{"type": ["integer", "number"]}, {"const": "unlimited"}]}
@@ -100,7 +105,15 @@ def _spell(v: int | float) -> str:
 def run(ctx: CheckContext) -> Iterator[Result]:
     """One result: the accounts whose limit misses the expectation, with the deciding
     lines; or every account holding it."""
-    from aiaudit.checks.limits import accounts, limits_files, pam_build, subject_for
+    from aiaudit.checks.limits import (
+        PASSWD_MISSING,
+        accounts,
+        accounts_error_evidence,
+        limits_file_evidence,
+        limits_files,
+        pam_build,
+        subject_for,
+    )
 
     p = ctx.params
     item, side = str(p["item"]), str(p["type"])
@@ -112,10 +125,12 @@ def run(ctx: CheckContext) -> Iterator[Result]:
     try:
         acc = accounts(host)
     except NotFound:
-        yield Result(Status.ERROR, subject, "etc/passwd is missing: users cannot be resolved")
+        yield Result(Status.ERROR, subject, "etc/passwd is missing: users cannot be resolved",
+                     evidence=(PASSWD_MISSING,))
         return
     except (HostError, ParseError) as exc:
-        yield Result(Status.ERROR, subject, f"cannot read users: {exc}")
+        yield Result(Status.ERROR, subject, f"cannot read users: {exc}",
+                     evidence=(accounts_error_evidence(exc),))
         return
     build = pam_build(host)
     files, notes = limits_files(host, build, None)
@@ -135,27 +150,40 @@ def run(ctx: CheckContext) -> Iterator[Result]:
             people.append(a)
     bad: list[tuple[str, str, Evidence | None]] = []
     unknown: list[str] = []
+    uncertain: list[lp.Line] = []
+    """Lines whose group domain the files cannot decide for some account."""
     unset: list[str] = []
     deciders: dict[str, Evidence] = {}
+    nolimits: dict[str, Evidence] = {}
+    """The ``<domain> -`` lines that leave an account unset."""
     per_user: dict[str, str] = {}
     for a in dict.fromkeys(people):
         dec = lp.decide(files, subject_for(acc, a), {}, variant, items=(item,))
         if dec.status == "failed":
+            # the file pam_limits cannot read, and the PAM build that makes it fatal
+            fev = [limits_file_evidence(host, path, got) for path, got in files
+                   if isinstance(got, str)]
             yield Result(Status.FAIL, subject, f"pam_limits refuses every session: "
                          f"{dec.reason}", expected=want, actual="sessions refused",
-                         aspect=Aspect.CONFIG, remediation=Remediation(
+                         aspect=Aspect.CONFIG,
+                         evidence=(*fev[:1], Evidence.default("pam_limits build", build.note)),
+                         remediation=Remediation(
                              "Make pam_limits succeed: restore /etc/security/limits.conf and "
                              "remove dangling or unreadable files from limits.d."))
             return
         if dec.uncertain:
             unknown.append(a.name)
+            uncertain += [ln for ln in dec.uncertain if ln not in uncertain]
             continue
         got = dec.limits.get(item) if dec.status == "applied" else None
         if got is None:
-            why = (f"'{dec.nolimits_line.raw}' at {dec.nolimits_line.where} sets no limits"
-                   if dec.nolimits_line is not None else "no line sets it")
+            nl = dec.nolimits_line
+            why = (f"'{nl.raw}' at {nl.where} sets no limits" if nl is not None
+                   else "no line sets it")
             per_user[a.name] = f"not set ({why})"
             unset.append(a.name)
+            if nl is not None:
+                nolimits.setdefault(nl.where, Evidence.file(nl.file, nl.line, nl.raw))
             continue
         sd = got[idx]
         value = conf_units(item, sd.value)
@@ -166,7 +194,8 @@ def run(ctx: CheckContext) -> Iterator[Result]:
         try:
             holds = pred.ok(value)
         except ValueError as exc:
-            yield Result(Status.ERROR, subject, f"cannot compare: {exc}", expected=want)
+            yield Result(Status.ERROR, subject, f"cannot compare: {exc}", expected=want,
+                         evidence=(ev,) if ev else ())
             return
         if not holds:
             bad.append((a.name, _spell(value), ev))
@@ -188,16 +217,24 @@ def run(ctx: CheckContext) -> Iterator[Result]:
                if line else "") + ".",
             (Snippet.file(DROPIN, line + "\n", f"{side} {item} for every user"),)
             if line and _fix_value(pred) != "?" else ())
+        evidence = tuple(e for _, _, e in failing if e)
+        if outcome == "fail" and unset:
+            evidence += _unset_evidence(host, files, build, side, item, unset,
+                                        list(nolimits.values()))
         yield Result(Status.FAIL, subject, f"{len(failing)} of {len(per_user)} accounts "
                      f"miss {side} {item} {want}: {listed}{more}{note}", expected=want,
                      actual=failing[0][1], aspect=Aspect.CONFIG,
-                     evidence=tuple(e for _, _, e in failing if e) or ev_all, data=data,
-                     remediation=rem)
+                     evidence=evidence or ev_all, data=data, remediation=rem)
         return
     if unknown:
         yield Result(Status.ERROR, subject, "group membership cannot be decided from the "
                      f"files for {', '.join(unknown[:MAX_LISTED])} (groups also come from "
-                     f"{', '.join(acc.remote_group)})", expected=want, data=data)
+                     f"{', '.join(acc.remote_group)})", expected=want, data=data,
+                     evidence=(*(Evidence.file(ln.file, ln.line, ln.raw) for ln in uncertain[:3]),
+                               Evidence.file(NSSWITCH, None, "group sources: "
+                                             + ", ".join(acc.remote_group))
+                               if host.is_file(NSSWITCH) else
+                               Evidence.default("group sources", ", ".join(acc.remote_group))))
         return
     if unset and outcome == "skip" and not bad and len(unset) == len(per_user):
         yield Result(Status.SKIP, subject, f"no line sets {side} {item}{note}", data=data)
@@ -207,6 +244,28 @@ def run(ctx: CheckContext) -> Iterator[Result]:
                  f"{want} ({src}){note}", expected=want,
                  actual=next(iter(per_user.values()), None), aspect=Aspect.CONFIG,
                  evidence=ev_all, data=data)
+
+
+def _unset_evidence(host: Host, files: list[tuple[str, list[lp.Line] | str]],
+                    build: PamBuild, side: str, item: str, unset: list[str],
+                    nolimits: list[Evidence]) -> tuple[Evidence, ...]:
+    """Why ``unset`` accounts get no ``side item``: the ``<domain> -`` lines that set no
+    limits for them, each file pam_limits read (none of its lines sets the item for them),
+    and, as a ``default``, where the files were looked for and what the session keeps."""
+    from aiaudit.checks.limits import limits_file_evidence, limits_search
+
+    names = ", ".join(unset[:MAX_LISTED]) + (" and more" if len(unset) > MAX_LISTED else "")
+    read = [path for path, got in files if not isinstance(got, str)]
+    out = list(nolimits)
+    out += [limits_file_evidence(host, path, f"no line sets {side} {item} for {names}")
+            for path in read[:MAX_LISTED]]
+    keeps = ("PID 1's limit (Debian pam_limits before 1.7 starts from /proc/1/limits)"
+             if build.kernel_start else "the limit the login service starts with")
+    out.append(Evidence.default(
+        f"pam_limits files: {limits_search(build)}",
+        f"{len(read)} read, no line sets {side} {item} for {names}: the session keeps "
+        f"{keeps}"))
+    return tuple(out)
 
 
 def _fix_value(pred: Predicate) -> str:

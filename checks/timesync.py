@@ -56,24 +56,40 @@ FIX = Remediation("Enable a time synchronisation daemon (chrony is the usual cho
 
 def run(ctx: CheckContext) -> Iterator[Result]:
     """PASS when a time sync daemon is enabled (and, live, running)."""
-    from aiaudit.systemd import is_enabled, load_unit
+    from aiaudit.systemd import is_enabled, load_unit, search_text, unit_evidence
 
     host = ctx.host
     if not boots(host):
         yield Result(Status.SKIP, "time sync", NOT_BOOTED)
         return
     enabled, evs = [], []
+    # why none starts at boot: the unit files installed but not enabled (or masked), and
+    # where the others were looked for
+    idle: list[Evidence] = []
+    absent: list[str] = []
     for u in UNITS:
         try:
-            if not load_unit(host, u).exists:
-                continue
-        except (HostError, ParseError):
+            unit = load_unit(host, u)
+        except (HostError, ParseError) as exc:
+            idle.append(Evidence.default(f"unit {u}", f"cannot be read: {exc}"))
+            continue
+        if not unit.exists:
+            if unit.masked and unit.path:
+                idle.append(Evidence.file(unit.path, None, f"{u} is masked"))
+            else:
+                absent.append(u)
             continue
         en = is_enabled(host, u)
         if en.enabled:
             enabled.append(u)
             if en.evidence:
                 evs.append(Evidence.file(en.evidence))
+        else:
+            idle.append(unit_evidence(host, u, en))
+    if absent:
+        idle.append(Evidence.default(f"time sync units: {search_text(absent)}",
+                                     "none installed" if len(absent) == len(UNITS)
+                                     else "not installed"))
     running: list[str] = []
     if host.live:
         for pid in host.listdir("/proc")[:MAX_PIDS]:
@@ -90,15 +106,18 @@ def run(ctx: CheckContext) -> Iterator[Result]:
             if len(enabled) > 1 else "")
     if host.live:
         if not running:
+            looked = Evidence.default(f"processes: {', '.join(COMMS)} in /proc/<pid>/comm",
+                                      "none running")
             yield Result(Status.FAIL, "time sync", "no time synchronisation daemon is running"
                          + (f" ({', '.join(enabled)} enabled but not running)" if enabled
                             else ""), expected="running", actual="none",
-                         aspect=Aspect.RUNTIME, evidence=tuple(evs), remediation=FIX)
+                         aspect=Aspect.RUNTIME, evidence=(*evs, *idle, looked),
+                         remediation=FIX)
         elif not enabled:
             yield Result(Status.FAIL, "time sync", f"{', '.join(running)} runs but no time "
                          "sync unit is enabled: it stops at the next reboot",
                          expected="enabled", actual="not enabled", aspect=Aspect.DRIFT,
-                         evidence=tuple(evs), remediation=FIX)
+                         evidence=(*evs, *idle), remediation=FIX)
         else:
             yield Result(Status.PASS, "time sync", f"{', '.join(running)} is running and "
                          f"{', '.join(enabled)} is enabled{note}", expected="running",
@@ -111,7 +130,8 @@ def run(ctx: CheckContext) -> Iterator[Result]:
     else:
         yield Result(Status.FAIL, "time sync", "no time synchronisation unit is installed and "
                      f"enabled (looked for {', '.join(UNITS)})", expected="enabled",
-                     actual="none", aspect=Aspect.PERSISTED, remediation=FIX)
+                     actual="none", aspect=Aspect.PERSISTED, evidence=tuple(idle),
+                     remediation=FIX)
 
 
 @hookimpl

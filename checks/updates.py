@@ -239,8 +239,15 @@ def run_security(ctx: CheckContext) -> Iterator[Result]:
 # ------------------------------------------------------------------ unattended
 def apt_config(host: Host) -> tuple[dict[str, tuple[str, int, str]], list[str]]:
     """Effective apt.conf scalars: ``{key: (value, line, file)}`` and problems."""
+    out, problems, _ = _apt_config(host)
+    return out, problems
+
+
+def _apt_config(host: Host) -> tuple[dict[str, tuple[str, int, str]], list[str], list[str]]:
+    """:func:`apt_config`, and the files the problems are in."""
     out: dict[str, tuple[str, int, str]] = {}
     problems: list[str] = []
+    bad: list[str] = []
     files = [f"{APT_CONF_D}/{n}" for n in host.listdir(APT_CONF_D)
              if not n.endswith(_IGNORED_SUFFIXES) and ("." not in n or n.endswith(".conf"))
              and all(c.isalnum() or c in "_-." for c in n)]
@@ -253,13 +260,14 @@ def apt_config(host: Host) -> tuple[dict[str, tuple[str, int, str]], list[str]]:
             ops = aptconf.parse_ops(host.read_text(path), path)
         except (HostError, ParseError) as exc:
             problems.append(str(exc))
+            bad.append(path)
             continue
         aptconf.apply(ops, merged)
         for k, v, _ in ops:
             if v is not None:
                 where[k] = path
     out = {k: (v, ln, where[k]) for k, (v, ln) in merged.items()}
-    return out, problems
+    return out, problems, bad
 
 
 def _unit_exists(host: Host, name: str) -> bool:
@@ -281,7 +289,7 @@ def run_unattended(ctx: CheckContext) -> Iterator[Result]:
     """Security updates install without a person."""
     from aiaudit.checks.timesync import boots
 
-    from aiaudit.systemd import is_enabled
+    from aiaudit.systemd import is_enabled, unit_evidence
 
     host = ctx.host
     if not boots(host):
@@ -290,10 +298,15 @@ def run_unattended(ctx: CheckContext) -> Iterator[Result]:
         return
     if host.is_dir("/etc/apt") or host.is_file(DPKG_STATUS):
         if not dpkg_version(host, "unattended-upgrades"):
+            # the dpkg database that has no installed unattended-upgrades, or where it was
+            pev = (Evidence.file(DPKG_STATUS, None, "unattended-upgrades is not installed")
+                   if host.is_file(DPKG_STATUS) else
+                   Evidence.default(f"dpkg database: {DPKG_STATUS.lstrip('/')}",
+                                    "no such file"))
             yield Result(Status.FAIL, "unattended-upgrades", "the unattended-upgrades package "
                          "is not installed: security updates wait for a person",
                          expected="installed and enabled", actual="not installed",
-                         aspect=Aspect.PERSISTED, remediation=Remediation(
+                         aspect=Aspect.PERSISTED, evidence=(pev,), remediation=Remediation(
                              "Install and enable unattended-upgrades.", (
                                  Snippet.command("apt-get install unattended-upgrades",
                                                  "install it"),
@@ -304,9 +317,10 @@ def run_unattended(ctx: CheckContext) -> Iterator[Result]:
                              manual="install the unattended-upgrades package (a package "
                                     "cannot be installed into an offline root by a file)"))
             return
-        cfg, problems = apt_config(host)
+        cfg, problems, bad = _apt_config(host)
         if problems:
-            yield Result(Status.ERROR, "unattended-upgrades", "; ".join(problems[:3]))
+            yield Result(Status.ERROR, "unattended-upgrades", "; ".join(problems[:3]),
+                         evidence=tuple(Evidence.file(b) for b in bad[:3]))
             return
         off, ev = [], []
         for key in ("APT::Periodic::Update-Package-Lists", "APT::Periodic::Unattended-Upgrade"):
@@ -315,9 +329,14 @@ def run_unattended(ctx: CheckContext) -> Iterator[Result]:
                 ev.append(Evidence.file(got[2], got[1], f'{key} "{got[0]}"'))
             if not got or not _periodic_on(got[0]):
                 off.append(f"{key} is {got[0] if got else 'not set'}")
+            if not got:
+                ev.append(Evidence.default(
+                    f"{key} in {APT_CONF_D.lstrip('/')}/*, {APT_CONF.lstrip('/')}",
+                    "not set: apt's default is 0 (off)"))
         timer = is_enabled(host, "apt-daily-upgrade.timer")
         if not timer.enabled:
             off.append(f"apt-daily-upgrade.timer: {timer.reason}")
+            ev.append(unit_evidence(host, "apt-daily-upgrade.timer", timer))
         snippets = [Snippet.file("/etc/apt/apt.conf.d/20auto-upgrades",
                                  'APT::Periodic::Update-Package-Lists "1";\n'
                                  'APT::Periodic::Unattended-Upgrade "1";\n', "run it daily")]
@@ -344,20 +363,30 @@ def run_unattended(ctx: CheckContext) -> Iterator[Result]:
         inst = is_enabled(host, "dnf-automatic-install.timer")
         auto = is_enabled(host, "dnf-automatic.timer")
         apply = False
-        text = host.try_read_text("/etc/dnf/automatic.conf") or ""
-        for line in text.splitlines():
+        conf = "/etc/dnf/automatic.conf"
+        raw = host.try_read_text(conf)
+        text = raw or ""
+        aev = (Evidence.file(conf, None, "apply_updates not set (default: no)") if raw is not None
+               else Evidence.default(conf.lstrip("/"), "no such file: apply_updates is no"))
+        for n, line in enumerate(text.splitlines(), 1):
             k, _, v = line.partition("=")
             if k.strip() == "apply_updates":
                 apply = v.strip().lower() in ("yes", "true", "1", "on")
+                aev = Evidence.file(conf, n, line.strip())
         if inst.enabled or (auto.enabled and apply):
             yield Result(Status.PASS, "dnf-automatic", "dnf-automatic installs updates "
                          f"({inst.reason if inst.enabled else auto.reason})",
-                         expected="enabled", actual="enabled", aspect=Aspect.PERSISTED)
+                         expected="enabled", actual="enabled", aspect=Aspect.PERSISTED,
+                         evidence=(unit_evidence(host, "dnf-automatic-install.timer", inst),)
+                         if inst.enabled else
+                         (unit_evidence(host, "dnf-automatic.timer", auto), aev))
         else:
             yield Result(Status.FAIL, "dnf-automatic", "no dnf-automatic timer installs updates "
                          f"({inst.reason}; {auto.reason}; "
                          f"apply_updates={'yes' if apply else 'no'})",
                          expected="enabled", actual="disabled", aspect=Aspect.PERSISTED,
+                         evidence=(unit_evidence(host, "dnf-automatic-install.timer", inst),
+                                   unit_evidence(host, "dnf-automatic.timer", auto), aev),
                          remediation=Remediation("Install dnf-automatic and enable its "
                                                  "install timer.", (
                                                      Snippet.command("dnf install -y "

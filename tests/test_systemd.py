@@ -116,3 +116,24 @@ def test_boot_services_from_the_wants_listings(make_root, monkeypatch) -> None:
     _deny_listing(monkeypatch, lambda p: p == "/lib/systemd/system")
     with pytest.raises(HostError):  # an unreadable unit directory stays an error
         tuning._wanted_services(Host(str(root)))
+
+
+def test_unit_evidence_link_file_or_search_path(make_root) -> None:
+    root = make_root({"/lib/systemd/system/off.service": "[Service]\n",
+                      "/lib/systemd/system/on.service": "[Service]\n"},
+                     {"/etc/systemd/system/multi-user.target.wants/on.service":
+                      "/lib/systemd/system/on.service",
+                      "/etc/systemd/system/gone.service": "/dev/null"})
+    host = Host(str(root))
+    on = systemd.unit_evidence(host, "on.service")
+    assert (on.kind, on.path) == ("file", "/etc/systemd/system/multi-user.target.wants/on.service")
+    off = systemd.unit_evidence(host, "off.service")
+    assert (off.kind, off.path, off.value) == (
+        "file", "/lib/systemd/system/off.service", "no target wants off.service (not enabled)")
+    masked = systemd.unit_evidence(host, "gone.service")
+    assert (masked.kind, masked.path, masked.value) == (
+        "file", "/etc/systemd/system/gone.service", "gone.service is masked")
+    absent = systemd.unit_evidence(host, "absent.service")
+    assert (absent.kind, absent.value) == ("default", "not installed")
+    assert absent.source == "unit " + systemd.search_text(("absent.service",))
+    assert absent.source.endswith(", ".join(d.lstrip("/") for d in systemd.UNIT_DIRS))

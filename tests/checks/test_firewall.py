@@ -480,3 +480,67 @@ def test_rhel_iptables_services(make_root) -> None:
     assert dd["ipv4 (boot)"].status is Status.PASS
     assert "iptables-services" in dd["ipv4 (boot)"].message
     assert dd["ipv6 (boot)"].status is Status.FAIL
+
+
+# ------------------------------------------------------------------ evidence when nothing loads
+def test_nothing_installed_says_where_each_mechanism_was_looked_for(make_root) -> None:
+    from aiaudit.systemd import UNIT_DIRS
+
+    root = make_root({"/etc/os-release": "ID=debian\n"})
+    for check in ("firewall.default_deny", "firewall.allowed_ports"):
+        for r in results(check, root).values():
+            assert r.status is Status.FAIL
+            assert r.evidence and all(e.kind == "default" for e in r.evidence)
+            by_what = {e.source.split(":", 1)[0]: e for e in r.evidence}
+            assert set(by_what) == {"nftables", "ufw", "firewalld", "iptables-persistent",
+                                    "iptables-services"}
+            assert all(e.value == "not installed" for e in r.evidence)
+            nft_src = by_what["nftables"].source
+            assert "etc/nftables.conf" in nft_src and "unit nftables.service in" in nft_src
+            assert all(d.lstrip("/") in nft_src for d in UNIT_DIRS)
+            assert "etc/ufw/ufw.conf" in by_what["ufw"].source
+            assert "etc/iptables/rules.v4, etc/iptables/rules.v6" in \
+                by_what["iptables-persistent"].source
+            assert "etc/sysconfig/ip6tables" in by_what["iptables-services"].source
+
+
+def test_unit_installed_not_enabled_is_file_evidence(make_root) -> None:
+    r = results("firewall.default_deny",
+                nft_root(make_root, SSH_ONLY, enable=False))["ipv4 (boot)"]
+    assert r.status is Status.FAIL
+    files = {e.path: e.value for e in r.evidence if e.kind == "file"}
+    assert files == {"/etc/nftables.conf": "nothing loads it at boot",
+                     "/usr/lib/systemd/system/nftables.service":
+                         "no target wants nftables.service (not enabled)"}
+    # a file that is not there is never file evidence (SARIF would link to it)
+    assert not any(e.kind == "file" and "ufw" in e.source for e in r.evidence)
+
+
+def test_firewalld_unit_without_config_and_iptables_rules_unit_off(make_root) -> None:
+    files = {"/usr/lib/systemd/system/firewalld.service": "[Service]\n",
+             "/etc/iptables/rules.v4": (FIXTURES / "iptables" / "rules.v4").read_text(),
+             "/usr/lib/systemd/system/netfilter-persistent.service": "[Service]\n"}
+    r = results("firewall.default_deny", make_root(files))["ipv4 (boot)"]
+    assert r.status is Status.FAIL
+    got = {(e.kind, e.source): e.value for e in r.evidence}
+    assert got[("file", "usr/lib/systemd/system/firewalld.service")] == \
+        "no target wants firewalld.service (not enabled)"
+    assert got[("default", "firewalld: etc/firewalld/firewalld.conf")] == "not installed"
+    assert got[("file", "usr/lib/systemd/system/netfilter-persistent.service")] == \
+        "no target wants netfilter-persistent.service (not enabled)"
+    assert not any(s.startswith("iptables-persistent:") for _, s in got)
+
+
+def test_active_mechanism_pass_carries_no_not_installed_noise(make_root) -> None:
+    r = results("firewall.default_deny", nft_root(make_root, SSH_ONLY))["ipv4 (boot)"]
+    assert r.status is Status.PASS
+    assert not any(e.kind == "default" for e in r.evidence)
+
+
+def test_running_without_nft_says_so(make_root) -> None:
+    root = make_root({"/proc/net/if_inet6": ""})
+    got = run_fake(FakeCommands(root, {}), "firewall.default_deny")
+    r = got["ipv4 (running)"]
+    assert r.status is Status.FAIL
+    assert [(e.kind, e.source, e.value) for e in r.evidence] == [
+        ("default", "nft -j list ruleset", "nft is not installed")]

@@ -476,3 +476,85 @@ def test_conda_in_home_directories(make_root) -> None:
     assert res[0].status is Status.FAIL and site in res[0].subject
     res = run_check("gpu.cuda_driver", root, {"search_homes": False})
     assert res[0].status is Status.SKIP
+
+
+# ------------------------------------------------------------------ evidence when nothing decides
+def test_match_no_module_names_the_libraries_and_where_modules_were_looked_for(make_root
+                                                                              ) -> None:
+    from aiaudit.checks._gpu_stack import MODULE_BASES, MODULE_DIRS
+
+    root = stack(make_root, module=None, lib="550.54.15",
+                 files={"/lib/modules/6.1.0-18-amd64/modules.dep": ""})
+    [r] = run_check("gpu.driver_match", root)
+    assert r.status is Status.FAIL and "no nvidia kernel module" in r.message
+    files = [(e.path, e.value) for e in r.evidence if e.kind == "file"]
+    assert files == [(f"{ML}/libcuda.so.550.54.15", "550.54.15"),
+                     (f"{ML}/libnvidia-ml.so.550.54.15", "550.54.15")]
+    [d] = [e for e in r.evidence if e.kind == "default"]
+    assert all(sub in d.source for sub in MODULE_DIRS)
+    assert all(f"{b.lstrip('/')}/<kernel>" in d.source for b in MODULE_BASES)
+    assert d.value == "none for kernel 6.1.0-18-amd64"
+
+
+def test_match_package_only_points_at_the_package_database(make_root) -> None:
+    dpkg = ("Package: libnvidia-compute-535\nStatus: install ok installed\n"
+            "Version: 535.161.08-0ubuntu1\n\n")
+    root = stack(make_root, module=None, lib=None, files={"/var/lib/dpkg/status": dpkg})
+    [r] = run_check("gpu.driver_match", root)
+    assert r.status is Status.FAIL
+    pkg, where = r.evidence
+    assert (pkg.kind, pkg.path) == ("file", "/var/lib/dpkg/status")
+    assert "libnvidia-compute-535" in pkg.value
+    assert where.kind == "default" and where.value == "no kernel installed"
+
+
+def test_persistence_not_installed_says_where_the_unit_was_looked_for(make_root) -> None:
+    from aiaudit.systemd import UNIT_DIRS
+
+    [r] = run_check("gpu.persistence", stack(make_root))
+    assert r.status is Status.FAIL and "is not installed" in r.message
+    [e] = r.evidence
+    assert e.kind == "default" and e.value == "not installed"
+    assert e.source.startswith("unit nvidia-persistenced.service in ")
+    assert all(d.lstrip("/") in e.source for d in UNIT_DIRS)
+
+
+def test_persistence_masked_and_disabled_are_file_evidence(make_root) -> None:
+    masked = stack(make_root, links={
+        "/etc/systemd/system/nvidia-persistenced.service": "/dev/null"},
+        files={"/lib/systemd/system/nvidia-persistenced.service": UNIT})
+    [r] = run_check("gpu.persistence", masked)
+    assert r.status is Status.FAIL and "masked" in r.message
+    assert [(e.kind, e.path) for e in r.evidence] == [
+        ("file", "/etc/systemd/system/nvidia-persistenced.service")]
+    [r] = run_check("gpu.persistence", _persist_root(make_root, False))
+    assert r.status is Status.FAIL
+    assert [(e.kind, e.path) for e in r.evidence] == [
+        ("file", "/lib/systemd/system/nvidia-persistenced.service")]
+
+
+def test_required_gpu_absent_says_where_the_driver_was_looked_for(make_root) -> None:
+    dpkg = "Package: bash\nStatus: install ok installed\nVersion: 5.2-1\n\n"
+    root = make_root({**LDCONF, "/etc/os-release": UBUNTU, "/var/lib/dpkg/status": dpkg},
+                     dirs=(ML,))
+    [r] = run_check("gpu.persistence", root, {"require_gpu": True})
+    assert r.status is Status.FAIL
+    modules, libs, db = r.evidence
+    assert modules.kind == "default" and modules.value == "no kernel installed"
+    assert libs.kind == "default" and libs.value == "none found"
+    assert "libcuda.so.<version> or libnvidia-ml.so.<version>" in libs.source
+    assert "usr/lib/x86_64-linux-gnu" in libs.source
+    assert (db.kind, db.path) == ("file", "/var/lib/dpkg/status")
+    [r] = run_check("gpu.driver_match", make_root({"/etc/os-release": ROCKY}),
+                    {"require_gpu": True})
+    assert "no directory exists of etc/ld.so.conf's and " in r.evidence[1].source
+    assert r.evidence[-1].kind == "default" and r.evidence[-1].value == "no such file"
+    assert r.evidence[-1].source.startswith("package databases: var/lib/dpkg/status")
+
+
+def test_match_unreadable_module_file_is_the_errors_evidence(make_root) -> None:
+    ko = "/lib/modules/6.1.0-18-amd64/updates/dkms/nvidia.ko"
+    root = stack(make_root, module=None, files={ko: b"not an ELF file"})
+    [r] = run_check("gpu.driver_match", root)
+    assert r.status is Status.ERROR and "cannot be read" in r.message
+    assert [(e.kind, e.path) for e in r.evidence] == [("file", ko)]

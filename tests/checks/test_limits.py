@@ -423,3 +423,11 @@ def test_nolimits_line_for_su_keeps_the_callers_limits(make_root) -> None:
                       user="alice"))
     assert "the session keeps the caller's limits (the shell that ran su)" in r.message
     assert "systemd's default service limits\"" not in r.message
+
+
+def test_missing_passwd_error_names_it(make_root) -> None:
+    base = {k: v for k, v in DEBIAN.items() if k != "/etc/passwd"}
+    r = one(run_check("limits.effective", root(make_root, base), MEMLOCK_HARD, user="alice"))
+    assert r.status is Status.ERROR and "etc/passwd is missing" in r.message
+    assert [(e.kind, e.source, e.value) for e in r.evidence] == [
+        ("default", "accounts: etc/passwd", "no such file")]

@@ -188,3 +188,86 @@ def test_effective_min_and_max(make_root) -> None:
     assert r.status is Status.FAIL and r.expected == ">= 65536 and <= 524288"
     [ok] = run_check("limits.effective", rt, {**params, "max": "unlimited"}, user="alice")
     assert ok.status is Status.PASS
+
+
+def test_missing_passwd_error_says_what_was_looked_for(make_root) -> None:
+    [r] = check(make_root({"/etc/os-release": "ID=debian\n"}), item="core", type="hard", max=0)
+    assert r.status is Status.ERROR and "etc/passwd is missing" in r.message
+    assert [(e.kind, e.source, e.value) for e in r.evidence] == [
+        ("default", "accounts: etc/passwd", "no such file")]
+
+
+def test_nothing_sets_it_names_the_files_read_and_the_default(make_root) -> None:
+    root = root_with(make_root, "# nothing\n",
+                     {"/etc/security/limits.d/10-nofile.conf": "* hard nofile 65536\n",
+                      "/etc/security/limits.d/20-x.conf": "bob -\n"})
+    [r] = check(root, item="core", type="hard", max=0)
+    assert r.status is Status.FAIL and "alice not set" in r.message
+    files = [(e.source, e.value) for e in r.evidence if e.kind == "file"]
+    # bob's '<domain> -' line decides his, then every file that was read
+    assert files[0] == ("etc/security/limits.d/20-x.conf:1", "bob -")
+    assert [s for s, _ in files[1:]] == ["etc/security/limits.conf",
+                                        "etc/security/limits.d/10-nofile.conf",
+                                        "etc/security/limits.d/20-x.conf"]
+    assert "no line sets hard core for alice, bob, carol, any other user" in files[1][1]
+    [d] = [e for e in r.evidence if e.kind == "default"]
+    assert d.source == "pam_limits files: etc/security/limits.conf, etc/security/limits.d/*.conf"
+    assert d.value.startswith("3 read, no line sets hard core")
+    assert "PID 1's limit" in d.value  # Debian PAM before 1.7 starts from /proc/1/limits
+
+
+def test_unset_on_upstream_pam_keeps_the_services_limit(make_root) -> None:
+    root = make_root({"/etc/passwd": PASSWD, "/etc/group": GROUP,
+                      "/etc/os-release": "ID=rocky\n"})
+    [r] = check(root, item="core", type="hard", max=0)
+    assert r.status is Status.FAIL
+    # no limits.conf (upstream >= 1.5.3 reads on without it): nothing to point a file at
+    assert all(e.kind == "default" for e in r.evidence)
+    [d] = r.evidence
+    assert "usr/lib/security/limits.conf" in d.source and "usr/lib/security/limits.d/*.conf" \
+        in d.source
+    assert d.value.startswith("0 read") and "the login service starts with" in d.value
+
+
+def test_refused_sessions_name_the_missing_file_and_the_pam_build(make_root) -> None:
+    root = make_root({"/etc/passwd": PASSWD, "/etc/group": GROUP,
+                      "/etc/os-release": "ID=debian\nVERSION_ID=\"12\"\n"})
+    [r] = check(root, item="core", type="hard", max=0)
+    assert r.status is Status.FAIL and "refuses every session" in r.message
+    missing, build = r.evidence
+    assert (missing.kind, missing.source) == ("default", "etc/security/limits.conf")
+    assert "no such file" in missing.value
+    assert (build.kind, build.source) == ("default", "pam_limits build")
+    assert "1.5.2" in build.value
+
+
+def test_refused_by_a_dangling_limits_d_link_points_at_the_link(make_root) -> None:
+    root = make_root({"/etc/passwd": PASSWD, "/etc/group": GROUP,
+                      "/etc/os-release": "ID=debian\n", "/etc/security/limits.conf": ""},
+                     {"/etc/security/limits.d/50-gone.conf": "/nowhere.conf"})
+    [r] = check(root, item="core", type="hard", max=0)
+    assert r.status is Status.FAIL and "refuses every session" in r.message
+    assert r.evidence[0].kind == "file"
+    assert r.evidence[0].path == "/etc/security/limits.d/50-gone.conf"
+    assert "dangling" in r.evidence[0].value
+
+
+def test_undecidable_group_names_the_line_and_the_group_sources(make_root) -> None:
+    root = root_with(make_root, "@dev hard core 0\n* hard core 0\n",
+                     {"/etc/nsswitch.conf": "passwd: files\ngroup: files sss\n"})
+    [r] = check(root, item="core", type="hard", max=0)
+    assert r.status is Status.ERROR and "group membership" in r.message
+    line, ns = r.evidence
+    assert (line.kind, line.source, line.value) == ("file", "etc/security/limits.conf:1",
+                                                    "@dev hard core 0")
+    assert (ns.kind, ns.path) == ("file", "/etc/nsswitch.conf") and "sss" in ns.value
+
+
+def test_unreadable_accounts_error_names_the_account_files(make_root) -> None:
+    root = make_root({"/etc/passwd": b"root:x:0:0\x00\x01\x02::/:/bin/sh\n",
+                      "/etc/os-release": "ID=debian\n"})
+    [r] = check(root, item="core", type="hard", max=0)
+    assert r.status is Status.ERROR
+    [e] = r.evidence
+    assert (e.kind, e.source) == ("default", "accounts: etc/passwd, etc/group")
+    assert e.value.startswith("cannot be read: ")

@@ -40,3 +40,44 @@ def test_live(make_root) -> None:
     assert r.status is Status.PASS
     [r] = run_check("time.sync", make_root(files), live=True)
     assert r.status is Status.FAIL and r.aspect is Aspect.DRIFT
+
+
+def test_offline_nothing_installed_names_the_search(make_root) -> None:
+    from aiaudit.systemd import UNIT_DIRS
+
+    [r] = run_check("time.sync", make_root(INIT))
+    assert r.status is Status.FAIL
+    [e] = r.evidence
+    assert e.kind == "default" and e.value == "none installed"
+    assert e.source.startswith("time sync units: chrony.service, chronyd.service")
+    assert all(d.lstrip("/") in e.source for d in UNIT_DIRS)
+
+
+def test_offline_unit_installed_not_enabled_is_file_evidence(make_root) -> None:
+    unit = {**INIT, "/lib/systemd/system/chrony.service": UNIT}
+    [r] = run_check("time.sync", make_root(unit))
+    assert r.status is Status.FAIL
+    files = [e for e in r.evidence if e.kind == "file"]
+    assert [(e.path, e.value) for e in files] == [
+        ("/lib/systemd/system/chrony.service", "no target wants chrony.service (not enabled)")]
+    [d] = [e for e in r.evidence if e.kind == "default"]
+    assert "chrony.service," not in d.source and "chronyd.service" in d.source
+    assert d.value == "not installed"
+
+
+def test_live_nothing_running_names_the_processes(make_root) -> None:
+    [r] = run_check("time.sync", make_root({"/proc/1/comm": "systemd\n"}), live=True)
+    assert r.status is Status.FAIL
+    looked = r.evidence[-1]
+    assert looked.kind == "default" and "chronyd" in looked.source
+    assert looked.value == "none running"
+
+
+def test_offline_masked_unit_is_the_mask_link(make_root) -> None:
+    unit = {**INIT, "/lib/systemd/system/systemd-timesyncd.service": UNIT}
+    root = make_root(unit, {"/etc/systemd/system/systemd-timesyncd.service": "/dev/null"})
+    [r] = run_check("time.sync", root)
+    assert r.status is Status.FAIL
+    [mask] = [e for e in r.evidence if e.kind == "file"]
+    assert (mask.path, mask.value) == ("/etc/systemd/system/systemd-timesyncd.service",
+                                       "systemd-timesyncd.service is masked")

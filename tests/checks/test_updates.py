@@ -211,3 +211,49 @@ def test_apt_conf_matches_apt_config(make_root, tmp_path, name: str) -> None:
         real = res.stdout.strip()[3:-1] if res.stdout.strip() else ""
         got = ours.get(key.lower())
         assert (got[0] if got else "") == real, (key, got, res.stdout)
+
+
+# ------------------------------------------------------------------ evidence of unattended
+def test_unattended_not_installed_points_at_the_dpkg_status_file(make_root) -> None:
+    [r] = run_check("updates.unattended", unattended_root(make_root, {}, installed=False))
+    assert r.status is Status.FAIL and "not installed" in r.message
+    assert [(e.kind, e.path, e.value) for e in r.evidence] == [
+        ("file", "/var/lib/dpkg/status", "unattended-upgrades is not installed")]
+
+
+def test_unattended_without_dpkg_database_names_it_as_default(make_root) -> None:
+    root = make_root({"/etc/apt/sources.list": "", "/lib/systemd/systemd": "\x7fELF"})
+    [r] = run_check("updates.unattended", root)
+    assert r.status is Status.FAIL
+    assert [(e.kind, e.source, e.value) for e in r.evidence] == [
+        ("default", "dpkg database: var/lib/dpkg/status", "no such file")]
+
+
+def test_unattended_nothing_configured_names_apt_defaults_and_the_timer(make_root) -> None:
+    [r] = run_check("updates.unattended", unattended_root(make_root, {}, timer=False))
+    assert r.status is Status.FAIL
+    got = {e.source: (e.kind, e.value) for e in r.evidence}
+    assert got["APT::Periodic::Unattended-Upgrade in etc/apt/apt.conf.d/*, etc/apt/apt.conf"] \
+        == ("default", "not set: apt's default is 0 (off)")
+    assert any(s.startswith("unit apt-daily-upgrade.timer in ") and v == ("default",
+               "not installed") for s, v in got.items())
+
+
+def test_dnf_automatic_failure_names_the_timers_and_apply_updates(make_root) -> None:
+    base = {"/etc/dnf/dnf.conf": "[main]\n", "/usr/lib/systemd/systemd": "\x7fELF",
+            "/usr/lib/systemd/system/dnf-automatic-install.timer": "[Timer]\nOnCalendar=daily\n",
+            "/etc/dnf/automatic.conf": "[commands]\napply_updates = no\n"}
+    [r] = run_check("updates.unattended", make_root(base))
+    assert r.status is Status.FAIL
+    inst, auto, conf = r.evidence
+    assert (inst.kind, inst.path) == ("file", "/usr/lib/systemd/system/dnf-automatic-install.timer")
+    assert auto.kind == "default" and auto.value == "not installed"
+    assert (conf.kind, conf.source, conf.value) == ("file", "etc/dnf/automatic.conf:2",
+                                                    "apply_updates = no")
+
+
+def test_unattended_broken_apt_conf_points_at_the_file(make_root) -> None:
+    bad = {"/etc/apt/apt.conf.d/50broken": 'APT::Periodic::Unattended-Upgrade "1"\n{{{\n'}
+    [r] = run_check("updates.unattended", unattended_root(make_root, bad))
+    assert r.status is Status.ERROR
+    assert [(e.kind, e.path) for e in r.evidence] == [("file", "/etc/apt/apt.conf.d/50broken")]
