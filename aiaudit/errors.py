@@ -56,7 +56,13 @@ class ParseError(AuditError):
 
 
 class HostError(AuditError):
-    """Something on the scanned host could not be read (the rule gets an error result)."""
+    """Something on the scanned host could not be read (the rule gets an error result).
+    ``path``: the host path that could not be read, when one was (the message starts with
+    it), so a result can name it as evidence."""
+
+    def __init__(self, message: str, *, path: str | None = None) -> None:
+        self.path = path
+        super().__init__(message)
 
 
 class NotFound(HostError):

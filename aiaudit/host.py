@@ -198,7 +198,8 @@ class Host:
     def _check_live(self, path: str) -> None:
         """Refuse live state in an offline scan, and a path no file can have."""
         if not self.live and (path.startswith(LIVE_PREFIXES) or path in ("/proc", "/sys")):
-            raise LiveStateUnavailable(f"{path}: live state is not read in an offline scan")
+            raise LiveStateUnavailable(f"{path}: live state is not read in an offline scan",
+                                       path=path)
         if "\x00" in path:
             raise _nul_path(path)
 
@@ -254,7 +255,7 @@ class Host:
             part = todo.pop()
             if part == "..":
                 if not done:
-                    raise PathEscape(f"{path}: '..' leads outside the scanned root")
+                    raise PathEscape(f"{path}: '..' leads outside the scanned root", path=path)
                 done.pop()
                 continue
             cand = "/" + "/".join([*done, part])
@@ -262,22 +263,22 @@ class Host:
                 st = os.lstat(self.real(cand))
             except FileNotFoundError:
                 if strict:
-                    raise NotFound(f"{path}: no such file or directory") from None
+                    raise NotFound(f"{path}: no such file or directory", path=path) from None
                 done.append(part)
                 done.extend(reversed(todo))
                 return "/" + "/".join(done)
             except NotADirectoryError:
-                raise NotFound(f"{path}: a component is not a directory") from None
+                raise NotFound(f"{path}: a component is not a directory", path=path) from None
             except OSError as exc:
-                raise HostError(f"{path}: {exc.strerror}") from None
+                raise HostError(f"{path}: {exc.strerror}", path=path) from None
             if stat.S_ISLNK(st.st_mode):
                 hops += 1
                 if hops > MAX_SYMLINKS:
-                    raise SymlinkLoop(f"{path}: too many levels of symbolic links")
+                    raise SymlinkLoop(f"{path}: too many levels of symbolic links", path=path)
                 try:
                     target = os.readlink(self.real(cand))
                 except OSError as exc:
-                    raise HostError(f"{path}: {exc.strerror}") from None
+                    raise HostError(f"{path}: {exc.strerror}", path=path) from None
                 if target.startswith("/"):
                     done = []
                 parts = _norm(target)
@@ -306,7 +307,7 @@ class Host:
                 st = os.lstat(real + cand)
             except FileNotFoundError:
                 if strict:
-                    raise NotFound(f"{path}: no such file or directory") from None
+                    raise NotFound(f"{path}: no such file or directory", path=path) from None
                 return cand
             except OSError:
                 return None
@@ -338,7 +339,7 @@ class Host:
                 st = os.lstat(real + cand)
             except FileNotFoundError:
                 if strict:
-                    raise NotFound(f"{path}: no such file or directory") from None
+                    raise NotFound(f"{path}: no such file or directory", path=path) from None
                 return cand + "".join("/" + names[j] for j in range(i - 1, -1, -1))
             except OSError:
                 return None
@@ -367,9 +368,9 @@ class Host:
         try:
             return os.lstat(self.real(full))
         except FileNotFoundError:
-            raise NotFound(f"{path}: no such file or directory") from None
+            raise NotFound(f"{path}: no such file or directory", path=path) from None
         except OSError as exc:
-            raise HostError(f"{path}: {exc.strerror}") from None
+            raise HostError(f"{path}: {exc.strerror}", path=path) from None
 
     def stat(self, path: str) -> os.stat_result:
         """``stat`` of ``path`` with symlinks followed inside the root."""
@@ -378,9 +379,9 @@ class Host:
         try:
             return os.lstat(real)
         except FileNotFoundError:
-            raise NotFound(f"{path}: no such file or directory") from None
+            raise NotFound(f"{path}: no such file or directory", path=path) from None
         except OSError as exc:
-            raise HostError(f"{path}: {exc.strerror}") from None
+            raise HostError(f"{path}: {exc.strerror}", path=path) from None
 
     def exists(self, path: str) -> bool:
         """True if ``path`` exists (symlinks followed inside the root).
@@ -470,7 +471,7 @@ class Host:
         except (FileNotFoundError, NotADirectoryError):
             return []
         except OSError as exc:
-            raise HostError(f"{path}: {exc.strerror}") from None
+            raise HostError(f"{path}: {exc.strerror}", path=path) from None
         return _strcmp_sorted(names)
 
     def glob(self, pattern: str) -> list[str]:
@@ -559,13 +560,13 @@ class Host:
             try:
                 st = os.lstat(real)
             except FileNotFoundError:
-                raise NotFound(f"{path}: no such file or directory") from None
+                raise NotFound(f"{path}: no such file or directory", path=path) from None
             except OSError as exc:
-                raise HostError(f"{path}: {exc.strerror}") from None
+                raise HostError(f"{path}: {exc.strerror}", path=path) from None
         if not stat.S_ISREG(st.st_mode):
-            raise NotRegularFile(f"{path}: not a regular file ({_kind(st.st_mode)})")
+            raise NotRegularFile(f"{path}: not a regular file ({_kind(st.st_mode)})", path=path)
         if st.st_size > limit:
-            raise TooLarge(f"{path}: {st.st_size} bytes, over the {limit}-byte read cap")
+            raise TooLarge(f"{path}: {st.st_size} bytes, over the {limit}-byte read cap", path=path)
         return self._read_regular(path, real, limit)
 
     def _read_regular(self, path: str, real: str, limit: int) -> bytes:
@@ -575,18 +576,20 @@ class Host:
             fd = os.open(real, _O_FLAGS)
         except OSError as exc:
             if exc.errno == errno.ELOOP:
-                raise HostError(f"{path}: changed into a symlink while reading") from None
-            raise HostError(f"{path}: {exc.strerror}") from None
+                raise HostError(f"{path}: changed into a symlink while reading",
+                                path=path) from None
+            raise HostError(f"{path}: {exc.strerror}", path=path) from None
         self.reads += 1
         try:
             fst = os.fstat(fd)
             if not stat.S_ISREG(fst.st_mode):
-                raise NotRegularFile(f"{path}: not a regular file ({_kind(fst.st_mode)})")
+                raise NotRegularFile(f"{path}: not a regular file ({_kind(fst.st_mode)})",
+                                     path=path)
             want = 65536 if limit >= 65536 else limit + 1
             try:
                 first = os.read(fd, want)
             except OSError as exc:
-                raise HostError(f"{path}: {exc.strerror}") from None
+                raise HostError(f"{path}: {exc.strerror}", path=path) from None
             if 0 < len(first) == fst.st_size < want:
                 # the whole file as its size says (an on-disk file): no read for EOF.
                 # sysfs (size 4096) and procfs (size 0) files are read to EOF as any other
@@ -596,18 +599,18 @@ class Host:
             chunks: list[bytes] = [first]
             total = len(first)
             if total > limit:
-                raise TooLarge(f"{path}: over the {limit}-byte read cap")
+                raise TooLarge(f"{path}: over the {limit}-byte read cap", path=path)
             while True:
                 try:
                     chunk = os.read(fd, min(65536, limit + 1 - total))
                 except OSError as exc:
-                    raise HostError(f"{path}: {exc.strerror}") from None
+                    raise HostError(f"{path}: {exc.strerror}", path=path) from None
                 if not chunk:
                     break
                 chunks.append(chunk)
                 total += len(chunk)
                 if total > limit:
-                    raise TooLarge(f"{path}: over the {limit}-byte read cap")
+                    raise TooLarge(f"{path}: over the {limit}-byte read cap", path=path)
             return chunks[0] if len(chunks) == 1 else b"".join(chunks)
         finally:
             os.close(fd)
@@ -620,20 +623,21 @@ class Host:
         try:
             fd = os.open(real, _O_FLAGS)
         except FileNotFoundError:
-            raise NotFound(f"{path}: no such file or directory") from None
+            raise NotFound(f"{path}: no such file or directory", path=path) from None
         except OSError as exc:
             if exc.errno == errno.ELOOP:
-                raise HostError(f"{path}: changed into a symlink while reading") from None
-            raise HostError(f"{path}: {exc.strerror}") from None
+                raise HostError(f"{path}: changed into a symlink while reading",
+                                path=path) from None
+            raise HostError(f"{path}: {exc.strerror}", path=path) from None
         self.reads += 1
         try:
             st = os.fstat(fd)
         except OSError as exc:
             os.close(fd)
-            raise HostError(f"{path}: {exc.strerror}") from None
+            raise HostError(f"{path}: {exc.strerror}", path=path) from None
         if not stat.S_ISREG(st.st_mode):
             os.close(fd)
-            raise NotRegularFile(f"{path}: not a regular file ({_kind(st.st_mode)})")
+            raise NotRegularFile(f"{path}: not a regular file ({_kind(st.st_mode)})", path=path)
         return fd, st
 
     def read_range(self, path: str, offset: int, size: int) -> bytes:
@@ -641,7 +645,7 @@ class Host:
         end), read and never cached: a part of a big file (an ELF section of a kernel
         module) costs its own size in memory, not the file's."""
         if offset < 0 or size < 0:
-            raise HostError(f"{path}: negative offset or size")
+            raise HostError(f"{path}: negative offset or size", path=path)
         fd, _st = self._open_checked(path)
         try:
             chunks = []
@@ -649,7 +653,7 @@ class Host:
                 try:
                     chunk = os.pread(fd, min(size, 1 << 20), offset)
                 except OSError as exc:
-                    raise HostError(f"{path}: {exc.strerror}") from None
+                    raise HostError(f"{path}: {exc.strerror}", path=path) from None
                 if not chunk:
                     break
                 chunks.append(chunk)
@@ -666,18 +670,19 @@ class Host:
         fd, st = self._open_checked(path)
         try:
             if st.st_size > cap:
-                raise TooLarge(f"{path}: {st.st_size} bytes, over the {cap}-byte read cap")
+                raise TooLarge(f"{path}: {st.st_size} bytes, over the {cap}-byte read cap",
+                               path=path)
             total = 0
             while True:
                 try:
                     data = os.read(fd, chunk)
                 except OSError as exc:
-                    raise HostError(f"{path}: {exc.strerror}") from None
+                    raise HostError(f"{path}: {exc.strerror}", path=path) from None
                 if not data:
                     return
                 total += len(data)
                 if total > cap:
-                    raise TooLarge(f"{path}: over the {cap}-byte read cap")
+                    raise TooLarge(f"{path}: over the {cap}-byte read cap", path=path)
                 yield data
         finally:
             os.close(fd)

@@ -11,6 +11,7 @@ import enum
 from dataclasses import field
 from typing import Any, Mapping
 
+from aiaudit.errors import NotFound
 from aiaudit.records import record
 
 
@@ -113,6 +114,23 @@ class Evidence:
     def default(cls, what: str, value: str | None = None) -> Evidence:
         """Evidence that a compiled-in or documented default decided."""
         return cls(source=what, value=value, kind="default")
+
+    @classmethod
+    def unreadable(cls, exc: Exception) -> tuple[Evidence, ...]:
+        """The path a read failed on, as the evidence of the error result it causes: a live
+        ``/proc`` or ``/sys`` path as ``runtime``, a file that exists (too large, not a
+        regular file, refused) as ``file``, a file that does not as a ``default`` naming it
+        (never a location to link to).  ``()`` when the error names no path."""
+        path = getattr(exc, "path", None)
+        if not path:
+            return ()
+        reason = str(exc)
+        reason = reason[len(path) + 2:] if reason.startswith(f"{path}: ") else reason
+        if path.startswith(("/proc/", "/sys/")):
+            return (cls.runtime(path, reason),)
+        if isinstance(exc, NotFound):
+            return (cls.default(path.lstrip("/"), reason),)
+        return (cls.file(path, value=reason),)
 
 
 @record

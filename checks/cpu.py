@@ -393,7 +393,8 @@ def run_governor(ctx: CheckContext) -> Iterator[Result]:
         if win is None:  # nothing sets it, no kernel default known: what was looked for
             ev.append(Evidence.default(governor_searched(host), _kernel_default_unknown(host)))
     except (HostError, ParseError) as exc:
-        yield Result(Status.ERROR, "cpufreq", f"boot-time governor cannot be determined: {exc}")
+        yield Result(Status.ERROR, "cpufreq", f"boot-time governor cannot be determined: {exc}",
+                     evidence=Evidence.unreadable(exc))
         return
     if win is not None and not explicit and state is not None and \
             all(p.driver in ACTIVE_EPP_DRIVERS for p in state.policies) and \
@@ -472,7 +473,8 @@ def run_epp(ctx: CheckContext) -> Iterator[Result]:
                     if not host.live else "driver default (the firmware's HWP/CPPC "
                     "preference)"), *gev]
     except (HostError, ParseError) as exc:
-        yield Result(Status.ERROR, "cpufreq", f"boot-time EPP cannot be determined: {exc}")
+        yield Result(Status.ERROR, "cpufreq", f"boot-time EPP cannot be determined: {exc}",
+                     evidence=Evidence.unreadable(exc))
         return
     boot_ok = None if win is None else win.value in allowed
     bad = runtime_txt = None

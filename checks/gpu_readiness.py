@@ -894,12 +894,11 @@ def _running(host: Host, comm: str) -> bool:
 
 def run_irq(ctx: CheckContext) -> Iterator[Result]:
     """irqbalance runs, or the device interrupts are pinned to CPU subsets."""
-    from aiaudit.systemd import is_enabled
+    from aiaudit.systemd import is_enabled, load_unit, unit_evidence
 
     host = ctx.host
     en = is_enabled(host, IRQBALANCE)
     eev = (Evidence.file(en.evidence),) if en.evidence else ()
-    from aiaudit.systemd import load_unit
 
     try:
         installed = load_unit(host, IRQBALANCE).exists
@@ -923,8 +922,8 @@ def run_irq(ctx: CheckContext) -> Iterator[Result]:
         else:
             yield Result(Status.FAIL, "irq layout", f"{IRQBALANCE}: {en.reason}; a pinned "
                          "IRQ layout is recognised only in a live scan", aspect=Aspect.PERSISTED,
-                         expected="irqbalance or pinned", actual="neither", evidence=eev,
-                         remediation=fix)
+                         expected="irqbalance or pinned", actual="neither",
+                         evidence=(unit_evidence(host, IRQBALANCE, en),), remediation=fix)
         return
     if _running(host, "irqbalance"):
         yield Result(Status.PASS, "irq layout", f"irqbalance is running ({en.reason})",
@@ -934,7 +933,8 @@ def run_irq(ctx: CheckContext) -> Iterator[Result]:
     try:
         online = set(parse_cpulist(host.read_text("/sys/devices/system/cpu/online")))
     except (HostError, ParseError) as exc:
-        yield Result(Status.ERROR, "irq layout", f"online CPUs unknown: {exc}")
+        yield Result(Status.ERROR, "irq layout", f"online CPUs unknown: {exc}",
+                     evidence=Evidence.unreadable(exc))
         return
     irqs: list[str] = []
     for d in pci_devices(host):

@@ -171,7 +171,8 @@ def run_thp(ctx: CheckContext) -> Iterator[Result]:
                     competing.append(f"{source} sets {value}: change it in the tuned profile")
                 break
     except (HostError, ParseError) as exc:
-        yield Result(Status.ERROR, what, f"boot-time {what} cannot be determined: {exc}")
+        yield Result(Status.ERROR, what, f"boot-time {what} cannot be determined: {exc}",
+                     evidence=Evidence.unreadable(exc))
         return
     if value is None and unknown_ev is not None:  # nothing set it at boot
         ev.append(unknown_ev)
@@ -262,7 +263,8 @@ def run_shm(ctx: CheckContext) -> Iterator[Result]:
         entries = [m for m in fstab.parse(fst or "") if m.target == "/dev/shm"
                    and "noauto" not in m.options]
     except (HostError, ParseError) as exc:
-        yield Result(Status.ERROR, "/dev/shm", f"/dev/shm size cannot be determined: {exc}")
+        yield Result(Status.ERROR, "/dev/shm", f"/dev/shm size cannot be determined: {exc}",
+                     evidence=Evidence.unreadable(exc))
         return
     entry = entries[-1] if entries else None
     if entry is not None:
@@ -383,7 +385,8 @@ def run_swap(ctx: CheckContext) -> Iterator[Result]:
             configured.append(f"zram-generator {sec} ({f.lstrip('/')}:{n})")
             ev.append(Evidence.file(f, n, f"[{sec}]"))
     except (HostError, ParseError) as exc:
-        yield Result(Status.ERROR, "swap", f"swap configuration cannot be determined: {exc}")
+        yield Result(Status.ERROR, "swap", f"swap configuration cannot be determined: {exc}",
+                     evidence=Evidence.unreadable(exc))
         return
     boot_txt = ", ".join(configured) if configured else "no swap configured (fstab, .swap " \
         "units, zram-generator; GPT auto-discovered swap partitions are not visible offline)"

@@ -100,7 +100,8 @@ def run(ctx: CheckContext) -> Iterator[Result]:
         runtime = host.read_text(PROC).strip()
         rt = _fields(runtime)
     except (HostError, ParseError) as exc:
-        yield Result(Status.ERROR, KEY, f"cannot read tcp_mem or RAM: {exc}")
+        yield Result(Status.ERROR, KEY, f"cannot read tcp_mem or RAM: {exc}",
+                     evidence=Evidence.unreadable(exc))
         return
     lo, hi = p["min_fraction"], p["max_fraction"]
     want = (f"max between {100 * lo:g}% and {100 * hi:g}% of RAM "
@@ -172,7 +173,8 @@ def run_threads(ctx: CheckContext) -> Iterator[Result]:
         have = to_int(host.read_text(THREADS_PROC).strip(), what="threads-max",
                       source=THREADS_PROC, line=1)
     except (HostError, ParseError, ValueError) as exc:
-        yield Result(Status.ERROR, "kernel.threads-max", f"cannot read threads-max or RAM: {exc}")
+        yield Result(Status.ERROR, "kernel.threads-max", f"cannot read threads-max or RAM: {exc}",
+                     evidence=Evidence.unreadable(exc))
         return
     default = kernel_threads_max(mem_kb, ps)
     # MemTotal is a little below totalram_pages: allow 10% so the default itself passes

@@ -94,3 +94,24 @@ def test_every_case_has_a_root() -> None:
     assert CASES, "no fixture roots found"
     for case in CASES:
         assert (case / "root").is_dir(), f"{case.name}: missing root/"
+
+
+SHIPPED = ("dl-training", "linux-hardening", "slurm-preflight")
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_every_failure_and_error_names_what_decided_it(case: Path) -> None:
+    """Every rule of every shipped ruleset, on every fixture root (offline roots where
+    nothing is configured included): a ``fail`` or ``error`` result carries evidence: the
+    file and line, the live path, the command, or the default that applied and where it
+    was looked for."""
+    exp = yaml.safe_load((case / "expected.yaml").read_text())
+    live = exp.get("mode", "offline") == "live"
+    missing = []
+    for name in SHIPPED:
+        run = scan(ruleset.load(name, plugins.registry()), Host(str(case / "root"), live=live),
+                   ScanOptions(user=exp.get("user") or "alice"))
+        missing += [f"{name} {f.rule_id} {f.status.value}: {f.result.message[:120]}"
+                    for f in run.findings
+                    if f.status.value in ("fail", "error") and not f.result.evidence]
+    assert not missing, "\n".join(missing)

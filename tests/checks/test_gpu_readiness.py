@@ -362,6 +362,23 @@ def test_irq_pinned_or_spread(make_root) -> None:
     assert r.status is Status.PASS
 
 
+def test_irq_offline_failure_names_the_unit_that_decided(make_root) -> None:
+    """Offline, irqbalance not enabled: the unit file installed but not enabled is the
+    evidence; not installed, a default names where the unit was looked for."""
+    init = {"/usr/lib/systemd/systemd": "", "/etc/os-release": "ID=debian\n"}
+    unit = "/usr/lib/systemd/system/irqbalance.service"
+    root = make_root({**init, unit: "[Service]\nExecStart=/usr/sbin/irqbalance\n"
+                      "[Install]\nWantedBy=multi-user.target\n"})
+    [r] = run_check("irq.balance", root, live=False)
+    assert r.status is Status.FAIL
+    assert [(e.kind, e.path) for e in r.evidence] == [("file", unit)]
+    [r] = run_check("irq.balance", make_root(init), live=False)
+    assert r.status is Status.FAIL
+    [e] = r.evidence
+    assert e.kind == "default" and "irqbalance.service" in e.source and \
+        "usr/lib/systemd/system" in e.source and e.value == "not installed"
+
+
 # ------------------------------------------------------------------ nvidia-smi -q -x
 SMI = """<?xml version="1.0" ?>
 <!DOCTYPE nvidia_smi_log SYSTEM "nvsmi_device_v12.dtd">
