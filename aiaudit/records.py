@@ -188,12 +188,14 @@ def _collect_fields(cls: type, frozen: bool) -> bool:
     ``__match_args__`` set.  dataclasses matches every string annotation against
     ``ClassVar``, ``InitVar`` and ``KW_ONLY`` in the module's namespace (three lookups a
     field: about half the cost of a record class).  Returns ``False``, changing nothing,
-    for anything but the plain case (a base class, such an annotation, a ``Field`` without
-    annotation): dataclasses then processes the class."""
+    for anything but the plain case (a base class, no annotations in the class's own
+    namespace, such an annotation, a ``Field`` without annotation): dataclasses then processes the class."""
     if cls.__bases__ != (object,):
         return False
     own = cls.__dict__
-    annotations = own.get("__annotations__", {})
+    annotations = own.get("__annotations__")
+    if not annotations:  # no fields, or annotations kept elsewhere (PEP 649): dataclasses
+        return False
     for typ in annotations.values():
         if not isinstance(typ, str) or any(w in typ for w in _NOT_PLAIN):
             return False
