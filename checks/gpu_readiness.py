@@ -41,6 +41,7 @@ Sources for every path and format:
 
 from __future__ import annotations
 
+import re
 from typing import Any, Iterator
 
 from aiaudit.checks import _gpu_stack as gs
@@ -62,6 +63,7 @@ from aiaudit.errors import CommandError, HostError, LiveStateUnavailable, ParseE
 from aiaudit.host import Host
 from aiaudit.packages import DPKG_STATUS, dpkg_installed
 from aiaudit.parsers import modprobe, nvsmi, pcisysfs
+from aiaudit.parsers.bootcmdline import Param
 from aiaudit.parsers.dpkg import upstream_version
 from aiaudit.parsers.sysfs import parse_cpulist
 from aiaudit.records import record
@@ -617,28 +619,98 @@ def run_link(ctx: CheckContext) -> Iterator[Result]:
 
 
 # ------------------------------------------------------------------ IOMMU
-def _iommu_cmdline(cl: boot.CmdlineSource | None) -> tuple[bool, str, tuple[Evidence, ...]]:
-    """Does the command line make GPU DMA untranslated? (ok, how, evidence)"""
+def _kstrtobool(value: str | None) -> bool | None:
+    """The kernel's ``kstrtobool``: ``1``/``y``/``on`` true, ``0``/``n``/``off`` false (by
+    the first one or two characters), anything else ``None`` (the parameter is ignored)."""
+    v = (value or "").lower()
+    if v[:1] in ("1", "y"):
+        return True
+    if v[:1] in ("0", "n"):
+        return False
+    if v[:2] == "on":
+        return True
+    if v[:2] == "of":
+        return False
+    return None
+
+
+def _iommu_mode(cl: boot.CmdlineSource) -> tuple[str, Param] | None:
+    """What the command line makes of the IOMMU for host devices: ``("off", p)`` (the
+    IOMMU disabled), ``("pt", p)`` or ``("translated", p)``, ``p`` the deciding word, or
+    ``None`` when it says nothing.  As the kernel reads it: ``iommu=`` options are
+    comma-separated and matched by prefix (``pt``, ``nopt``, ``off``: x86 ``iommu_setup``),
+    ``iommu.passthrough=`` is a kstrtobool, ``intel_iommu=off`` and ``amd_iommu=off``
+    disable the IOMMU; between ``pt`` and ``nopt`` the last word on the line wins (each
+    sets the default domain type again)."""
+    mode: tuple[str, Param] | None = None
+    off: Param | None = None
+    for prm in cl.params:
+        key = prm.key
+        if key == "iommu":
+            for tok in (prm.value or "").split(","):
+                if tok.startswith("off"):
+                    off = prm
+                if tok.startswith("pt"):
+                    mode = ("pt", prm)
+                if tok.startswith("nopt"):
+                    mode = ("translated", prm)
+        elif key == "iommu.passthrough":
+            pt = _kstrtobool(prm.value)
+            if pt is not None:
+                mode = ("pt" if pt else "translated", prm)
+        elif key in ("intel_iommu", "amd_iommu"):
+            if "off" in (prm.value or "").split(","):
+                off = prm
+    return ("off", off) if off is not None else mode
+
+
+def _iommu_boot(host: Host, cl: boot.CmdlineSource | None
+                ) -> tuple[bool, str, tuple[Evidence, ...]]:
+    """Do host devices get untranslated DMA at the next boot? (ok, how, evidence): from the
+    command line, else the kernel's build default (``CONFIG_IOMMU_DEFAULT_PASSTHROUGH``,
+    ``drivers/iommu/Kconfig``)."""
+    from aiaudit.tuning import kernel_config, kernel_config_missing
+
+    decided = _iommu_mode(cl) if cl is not None else None
+    if decided is not None:
+        mode, prm = decided
+        how = {"off": f"{prm} disables the IOMMU", "pt": f"{prm} (passthrough)",
+               "translated": f"{prm} (translated DMA)"}[mode]
+        return mode != "translated", f"{how} ({cl.where()})", (cl.evidence(prm.name),)
+    where = "no kernel command line found" if cl is None else \
+        f"no iommu=pt on the kernel command line ({cl.where()})"
+    cev = (Evidence.default(f"iommu=pt at boot: {boot.not_found()}"),) if cl is None else \
+        (cl.evidence(),)
+    kc = kernel_config(host)
+    if kc is not None:
+        path, text = kc
+        for n, line in enumerate(text.splitlines(), 1):
+            m = re.fullmatch(r"CONFIG_IOMMU_DEFAULT_(PASSTHROUGH|DMA_LAZY|DMA_STRICT)=y",
+                             line.strip())
+            if m:
+                pt = m.group(1) == "PASSTHROUGH"
+                how = (f"{where}; the kernel defaults to passthrough ({path.lstrip('/')}:{n})"
+                       if pt else f"{where}; the kernel defaults to translated DMA "
+                       f"({path.lstrip('/')}:{n})")
+                return pt, how, (*cev, Evidence.file(path, n, line.strip()))
+        default = f"{path.lstrip('/')} has no CONFIG_IOMMU_DEFAULT_* choice"
+    else:
+        default = kernel_config_missing(host)
     if cl is None:
-        return False, "no kernel command line found", (Evidence.default(
-            f"iommu=pt at boot: {boot.not_found()}",
-            "kernel default DMA domain: translated where the IOMMU is on, unless the kernel "
-            "is built with CONFIG_IOMMU_DEFAULT_PASSTHROUGH (not read)"),)
-    for name, ok_values, how in (("iommu", ("pt",), "iommu=pt (passthrough)"),
-                                 ("iommu.passthrough", ("1", "y", "on"), "iommu.passthrough=1"),
-                                 ("intel_iommu", ("off",), "intel_iommu=off"),
-                                 ("amd_iommu", ("off",), "amd_iommu=off")):
-        prm = cl.get(name)
-        if prm is not None and prm.value in ok_values:
-            return True, f"{how} ({cl.where()})", (cl.evidence(name),)
-    return False, f"no iommu=pt on the kernel command line ({cl.where()})", (cl.evidence(),)
+        cev = (Evidence.default(f"iommu=pt at boot: {boot.not_found()}",
+                                f"kernel default DMA domain (CONFIG_IOMMU_DEFAULT_*) unknown: "
+                                f"{default}"),)
+    else:
+        cev = (*cev, Evidence.default("kernel default DMA domain (CONFIG_IOMMU_DEFAULT_*)",
+                                      f"unknown: {default}"))
+    return False, where, cev
 
 
 def run_iommu(ctx: CheckContext) -> Iterator[Result]:
     """Where the IOMMU is on, GPUs and HCAs are in passthrough (identity) domains."""
     host = ctx.host
     cl = _boot_cmdline(host)
-    ok, how, cev = _iommu_cmdline(cl)
+    ok, how, cev = _iommu_boot(host, cl)
     bcfg = boot.load(host)
     fix_summary, snippets = boot.set_params(bcfg, ["iommu=pt"])
     fix = Remediation(f"Use IOMMU passthrough for host devices: {fix_summary}", snippets,

@@ -80,14 +80,19 @@ SWAP_SCHEMA: dict[str, Any] = {
 
 
 
-def _kernel_config_value(host: Host, prefix: str) -> tuple[str, str, int] | None:
-    """(suffix, file, line) of the first ``CONFIG_<prefix>_<X>=y`` in the kernel config."""
+def _kernel_config_value(host: Host, prefix: str, choices: tuple[str, ...]
+                         ) -> tuple[str, str, int] | None:
+    """(choice, file, line) of the ``CONFIG_<prefix>_<CHOICE>=y`` line of a Kconfig choice
+    in the kernel config.  Only the choice's own symbols count: other options share the
+    prefix (``CONFIG_TRANSPARENT_HUGEPAGE_SHMEM_HUGE_ALWAYS``, the shmem default since
+    6.14, is not the anonymous-memory default)."""
     kc = kernel_config(host)
     if kc is None:
         return None
     path, text = kc
+    names = "|".join(c.upper() for c in choices)
     for n, line in enumerate(text.splitlines(), 1):
-        m = re.fullmatch(rf"CONFIG_{prefix}_([A-Z_]+)=y", line.strip())
+        m = re.fullmatch(rf"CONFIG_{prefix}_({names})=y", line.strip())
         if m:
             return m.group(1).lower(), path, n
     return None
@@ -128,8 +133,8 @@ def run_thp(ctx: CheckContext) -> Iterator[Result]:
             value, source = "madvise", "kernel default (since 4.6)"
             ev.append(Evidence.default("THP defrag default", "madvise"))
         else:
-            kc = _kernel_config_value(host, "TRANSPARENT_HUGEPAGE")
-            if kc is not None and kc[0] in ("always", "madvise", "never"):
+            kc = _kernel_config_value(host, "TRANSPARENT_HUGEPAGE", ("always", "madvise", "never"))
+            if kc is not None:
                 value, source = kc[0], f"kernel default ({kc[1].lstrip('/')}:{kc[2]})"
                 ev.append(Evidence.file(kc[1], kc[2]))
             cfg = boot.load(host)

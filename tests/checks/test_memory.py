@@ -163,3 +163,15 @@ def test_thp_enabled_offline_nothing_set_names_what_was_looked_for(make_root) ->
     assert "no transparent_hugepage= on boot/grub/grub.cfg:" in ev.source
     assert ev.value == ("kernel default unknown: boot/config-6.1.0 has no "
                         "CONFIG_TRANSPARENT_HUGEPAGE_{ALWAYS,MADVISE,NEVER}=y")
+
+
+def test_thp_kernel_default_is_the_choice_not_a_shmem_option(make_root) -> None:
+    """Since 6.14 the shmem default shares the prefix (CONFIG_TRANSPARENT_HUGEPAGE_SHMEM_
+    HUGE_*): only ALWAYS, MADVISE and NEVER are the anonymous-memory default."""
+    config = ("CONFIG_TRANSPARENT_HUGEPAGE=y\nCONFIG_TRANSPARENT_HUGEPAGE_SHMEM_HUGE_ALWAYS=y\n"
+              "CONFIG_TRANSPARENT_HUGEPAGE_MADVISE=y\n")
+    files = {"/boot/config-6.14.0": config, "/boot/grub/grub.cfg": GRUB_CFG % "quiet"}
+    (r,) = run_check("memory.thp", make_root(files), ENABLED)
+    assert r.status is Status.PASS and "config-6.14.0:3" in r.message
+    assert [(e.kind, e.path, e.line) for e in r.evidence][0] == \
+        ("file", "/boot/config-6.14.0", 3)
