@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 from aiaudit.errors import ParseError
+from aiaudit.parsers import MAX_INT_DIGITS
 
 MAX_DEPTH = 64
 
@@ -34,6 +35,21 @@ def _depth(v: Any, d: int = 0) -> int:
     return d
 
 
+class _LongInteger(Exception):
+    """An integer token past :data:`MAX_INT_DIGITS` (``int()`` refuses 4,300 digits with a
+    bare ValueError, and converting a long one costs quadratic time)."""
+
+    def __init__(self, token: str) -> None:
+        super().__init__(token[:20])
+        self.token = token
+
+
+def _bounded_int(token: str) -> int:
+    if len(token.lstrip("-")) > MAX_INT_DIGITS:
+        raise _LongInteger(token)
+    return int(token)
+
+
 def parse_object(text: str, source: str = "") -> dict[str, Any]:
     """A JSON document whose top level is an object; an empty file is ``{}``."""
     if not text.strip():
@@ -41,7 +57,11 @@ def parse_object(text: str, source: str = "") -> dict[str, Any]:
     if text.count("[") + text.count("{") > 100_000:
         raise ParseError("more than 100000 arrays and objects", source=source)
     try:
-        data = json.loads(text, object_pairs_hook=_no_duplicates)
+        data = json.loads(text, object_pairs_hook=_no_duplicates, parse_int=_bounded_int)
+    except _LongInteger as exc:
+        line = text.count("\n", 0, max(text.find(exc.token), 0)) + 1
+        raise ParseError(f"an integer of {len(exc.token)} characters (at most "
+                         f"{MAX_INT_DIGITS} digits)", line=line, source=source) from None
     except json.JSONDecodeError as exc:
         raise ParseError(f"column {exc.colno}: {exc.msg}", line=exc.lineno,
                          source=source) from None

@@ -12,6 +12,7 @@ import sys
 from typing import Any
 
 from aiaudit.errors import ParseError
+from aiaudit.parsers import MAX_INT_DIGITS
 
 
 def parse(text: str, source: str = "") -> dict[str, Any]:
@@ -32,3 +33,8 @@ def parse(text: str, source: str = "") -> dict[str, Any]:
         raise ParseError(str(exc).split(" (at line")[0], line=line, source=source) from None
     except RecursionError:
         raise ParseError("nested too deeply", source=source) from None
+    except ValueError:  # int() of 4,300 digits or more: the only other error tomllib lets out
+        m = re.search(rf"[0-9_]{{{MAX_INT_DIGITS + 1},}}", text)
+        line = text.count("\n", 0, m.start()) + 1 if m else None
+        raise ParseError(f"a number of more than {MAX_INT_DIGITS} digits", line=line,
+                         source=source) from None

@@ -153,3 +153,15 @@ def _packages_reference(text: str, wanted: set[str] | None) -> list[tuple[str, s
 def test_packages_match_a_stanza_split(text: str, wanted: set[str] | None) -> None:
     """The walk over ``Package:`` lines finds what splitting the list into stanzas finds."""
     assert aptlists.packages(text, wanted) == _packages_reference(text, wanted)
+
+
+def test_an_integer_too_long_to_convert_is_a_parse_error_with_its_line() -> None:
+    """int() refuses 4,300 digits with a bare ValueError: daemon.json and config.toml
+    name the file and line instead (bench/fuzz_parsers.py --pathological found both)."""
+    with pytest.raises(ParseError) as exc:
+        jsonconf.parse_object('{\n"a": 1,\n"b": ' + "9" * 5000 + "}", "daemon.json")
+    assert exc.value.line == 3 and "daemon.json:3: an integer of 5000" in str(exc.value)
+    with pytest.raises(ParseError) as exc:
+        tomlconf.parse("x = 1\nkey = " + "9" * 65536 + "\n", "config.toml")
+    assert exc.value.line == 2 and "more than 1000 digits" in str(exc.value)
+    assert jsonconf.parse_object('{"a": ' + "9" * 1000 + "}")["a"] == int("9" * 1000)
