@@ -189,7 +189,8 @@ def _collect_fields(cls: type, frozen: bool) -> bool:
     ``ClassVar``, ``InitVar`` and ``KW_ONLY`` in the module's namespace (three lookups a
     field: about half the cost of a record class).  Returns ``False``, changing nothing,
     for anything but the plain case (a base class, no annotations in the class's own
-    namespace, such an annotation, a ``Field`` without annotation): dataclasses then processes the class."""
+    namespace, such an annotation, a ``Field`` without annotation): dataclasses then
+    processes the class."""
     if cls.__bases__ != (object,):
         return False
     own = cls.__dict__

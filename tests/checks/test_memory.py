@@ -173,5 +173,5 @@ def test_thp_kernel_default_is_the_choice_not_a_shmem_option(make_root) -> None:
     files = {"/boot/config-6.14.0": config, "/boot/grub/grub.cfg": GRUB_CFG % "quiet"}
     (r,) = run_check("memory.thp", make_root(files), ENABLED)
     assert r.status is Status.PASS and "config-6.14.0:3" in r.message
-    assert [(e.kind, e.path, e.line) for e in r.evidence][0] == \
-        ("file", "/boot/config-6.14.0", 3)
+    e = r.evidence[0]
+    assert (e.kind, e.path, e.line) == ("file", "/boot/config-6.14.0", 3)
