@@ -91,9 +91,14 @@ def decode(text: str, origin: str, line: int) -> Document | InputProblem:
     except json.JSONDecodeError as exc:
         # a document cut short (a node died mid-write, a full disk) does not end with its
         # closing brace; anything else is a malformed document
-        what = "invalid JSON" if text.rstrip().endswith("}") else "truncated JSON document"
-        return InputProblem(f"{origin}:{line + exc.lineno - 1}",
-                            f"{what} (column {exc.colno}: {exc.msg})")
+        body = text.rstrip()
+        what = "invalid JSON" if body.endswith("}") else "truncated JSON document"
+        lineno, colno = exc.lineno, exc.colno
+        if exc.pos >= len(body):  # the text ran out: name where it stops, not the blank after
+            lineno = body.count("\n") + 1
+            colno = len(body) - body.rfind("\n")
+        return InputProblem(f"{origin}:{line + lineno - 1}",
+                            f"{what} (column {colno}: {exc.msg})")
     except RecursionError:
         return InputProblem(where, "JSON nested too deeply")
     return Document(where, data)

@@ -47,8 +47,13 @@ def test_concatenated_reports_on_stdin_with_a_cut_one_between() -> None:
     fleet = collect(["-"], stdin=io.StringIO(text))
     assert fleet.nodes == 2
     assert len(fleet.problems) == 1
-    line = a.count("\n") + 2
-    assert fleet.problems[0].startswith(f"<stdin>:{line + b[: len(b) // 3].count(chr(10))}")
+    # named where the cut document's text stops (its last character, not the blank or
+    # indentation after it, wherever the cut falls)
+    cut = b[: len(b) // 3].rstrip()
+    line = a.count("\n") + 2 + cut.count("\n")
+    column = len(cut) - cut.rfind("\n")
+    assert fleet.problems[0].startswith(
+        f"<stdin>:{line}: truncated JSON document (column {column}:")
 
 
 def test_json_lines_of_reports_and_events_interleaved() -> None:
