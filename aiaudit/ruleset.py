@@ -272,12 +272,12 @@ def _merge_and_bind(chain: list[_Raw], registry: Registry, validate: bool | None
     bound: list[Rule] = []
     unbound: list[str] = []
     trusted = all(r.trusted for r in chain)
-    lazy = select is not None and trusted and validate is not True
+    lazy = select if trusted and validate is not True else None
     for rid, rule in rules.items():
         if rule.get("enabled") is False:
             disabled.append(rid)
             continue
-        if lazy and not select(rid):  # type: ignore[misc]
+        if lazy is not None and not lazy(rid):  # not needed by this run: left unbound
             unbound.append(rid)
             continue
         doc, path = where[rid]
