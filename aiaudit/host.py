@@ -569,17 +569,26 @@ class Host:
             raise TooLarge(f"{path}: {st.st_size} bytes, over the {limit}-byte read cap", path=path)
         return self._read_regular(path, real, limit)
 
-    def _read_regular(self, path: str, real: str, limit: int) -> bytes:
-        """Open ``real`` (an lstat just said: a regular file within the cap) without
-        following a symlink or blocking, check it again on the descriptor, read it."""
+    def _open_nofollow(self, path: str, real: str) -> int:
+        """A descriptor of ``real`` opened without following a last symlink or blocking
+        (``_O_FLAGS``), counted as a read; a failure is a :class:`HostError` naming
+        ``path`` (:class:`NotFound` when the file is gone)."""
         try:
             fd = os.open(real, _O_FLAGS)
+        except FileNotFoundError:
+            raise NotFound(f"{path}: no such file or directory", path=path) from None
         except OSError as exc:
             if exc.errno == errno.ELOOP:
                 raise HostError(f"{path}: changed into a symlink while reading",
                                 path=path) from None
             raise HostError(f"{path}: {exc.strerror}", path=path) from None
         self.reads += 1
+        return fd
+
+    def _read_regular(self, path: str, real: str, limit: int) -> bytes:
+        """Open ``real`` (an lstat just said: a regular file within the cap) without
+        following a symlink or blocking, check it again on the descriptor, read it."""
+        fd = self._open_nofollow(path, real)
         try:
             fst = os.fstat(fd)
             if not stat.S_ISREG(fst.st_mode):
@@ -619,17 +628,7 @@ class Host:
         """An open descriptor of regular file ``path`` (resolved inside the root, not
         following a last symlink, not blocking) and its ``fstat``; the caller closes it."""
         self._check_live(path)
-        real = self.real(self.resolve(path))
-        try:
-            fd = os.open(real, _O_FLAGS)
-        except FileNotFoundError:
-            raise NotFound(f"{path}: no such file or directory", path=path) from None
-        except OSError as exc:
-            if exc.errno == errno.ELOOP:
-                raise HostError(f"{path}: changed into a symlink while reading",
-                                path=path) from None
-            raise HostError(f"{path}: {exc.strerror}", path=path) from None
-        self.reads += 1
+        fd = self._open_nofollow(path, self.real(self.resolve(path)))
         try:
             st = os.fstat(fd)
         except OSError as exc:
