@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 import pluggy
 
-from aiaudit.model import (
+from aiaudit.core.model import (
     Aspect,
     Evidence,
     Remediation,
@@ -26,10 +26,10 @@ from aiaudit.model import (
     Snippet,
     Status,
 )
-from aiaudit.records import record
+from aiaudit.core.records import record
 
 if TYPE_CHECKING:
-    from aiaudit.host import Host
+    from aiaudit.core.host import Host
 
 hookimpl = pluggy.HookimplMarker("aiaudit")
 """Decorator for hook implementations in plugin modules."""

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Fuzz every parser in ``aiaudit.parsers``: any input gives a value or ``ParseError``.
+"""Fuzz every parser in ``aiaudit.core.parsing``: any input gives a value or ``ParseError``.
 
 Uses Hypothesis (already a test dependency) with many examples per parser, mixing
 arbitrary text, arbitrary bytes decoded as the Host decodes them, and structured inputs
@@ -41,7 +41,7 @@ from typing import Any, Callable
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from aiaudit.errors import ParseError
+from aiaudit.core.errors import ParseError
 
 # Tokens that occur in the formats we parse: sysctl.d, limits.conf, sshd_config, PAM,
 # systemd units, udev rules, grub defaults, /proc/net tables, os-release, dpkg status, nft...
@@ -79,8 +79,8 @@ def _user_input(load: Callable[[str], Any]) -> Callable[[str], Any]:
     RecursionError) is a failure, as for the parsers."""
     import yaml
 
-    from aiaudit import yamlpos
-    from aiaudit.errors import UsageError
+    from aiaudit.core.errors import UsageError
+    from aiaudit.core.ruleset import yamlpos
 
     def call(text: str) -> Any:
         try:
@@ -97,7 +97,9 @@ def _user_input(load: Callable[[str], Any]) -> Callable[[str], Any]:
 
 def user_input_targets() -> list[tuple[str, Callable[[str], Any]]]:
     """Rulesets (YAML with positions), waiver files and saved JSON reports."""
-    from aiaudit import savedreport, waivers, yamlpos
+    from aiaudit.core import waivers
+    from aiaudit.core.ruleset import yamlpos
+    from aiaudit.modes import savedreport
 
     return [
         ("yamlpos.load (ruleset YAML)", _user_input(lambda t: yamlpos.load(t, "fuzz"))),
@@ -112,14 +114,11 @@ def extra_targets() -> list[tuple[str, Callable[[str], Any]]]:
     one-argument adapter so they are fuzzed too."""
     import socket
 
-    from aiaudit.parsers import (
-        elfmodinfo,
-        firewalld,
-        iptables,
-        limits,
-        procnet,
-        rpmheader,
-    )
+    from aiaudit.linux.kmod import modinfo as elfmodinfo
+    from aiaudit.linux.netfilter import firewalld, iptables
+    from aiaudit.linux.network import procnet
+    from aiaudit.linux.packages import rpm as rpmheader
+    from aiaudit.linux.pam_limits import conf as limits
 
     return [
         ("elfmodinfo.modinfo(bytes)", lambda t: elfmodinfo.modinfo(_b(t))),
@@ -138,13 +137,13 @@ def extra_targets() -> list[tuple[str, Callable[[str], Any]]]:
 
 
 def discover() -> list[tuple[str, Callable[..., Any]]]:
-    """Every public function of every module in ``aiaudit.parsers`` whose first parameter
+    """Every public function of every module in ``aiaudit.core.parsing`` whose first parameter
     is named ``text`` (the parser convention)."""
-    import aiaudit.parsers as pkg
+    import aiaudit.core.parsing as pkg
 
     out = []
     for info in pkgutil.iter_modules(pkg.__path__):
-        mod = importlib.import_module(f"aiaudit.parsers.{info.name}")
+        mod = importlib.import_module(f"aiaudit.core.parsing.{info.name}")
         for name, fn in inspect.getmembers(mod, inspect.isfunction):
             if name.startswith("_") or fn.__module__ != mod.__name__:
                 continue

@@ -33,11 +33,11 @@ from aiaudit.api import (
     Status,
     hookimpl,
 )
-from aiaudit.errors import HostError, ParseError
-from aiaudit.host import Host
-from aiaudit.parsers import passwd as pw
-from aiaudit.parsers import sudoers as sp
-from aiaudit.records import record
+from aiaudit.core.errors import HostError, ParseError
+from aiaudit.core.host import Host
+from aiaudit.core.records import record
+from aiaudit.linux.accounts import passwd as pw
+from aiaudit.linux.accounts import sudoers as sp
 
 SUDOERS = "/etc/sudoers"
 MAX_DEPTH = 128

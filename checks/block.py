@@ -6,7 +6,7 @@ SSDs and rotational disks told apart by ``queue/rotational``; hidden NVMe multip
 at the next boot is what the kernel picks (block/elevator.c ``elevator_get_default``: no
 elevator for multi-queue devices, ``mq-deadline`` for single-queue ones; read-ahead 128 KB,
 ``VM_READAHEAD_PAGES``), then what udev rules write (``ATTR{queue/scheduler}=``; see
-:mod:`aiaudit.udev`), then tuned's ``[disk]`` plugin (it runs after udev coldplug).
+:mod:`aiaudit.linux.udev.files`), then tuned's ``[disk]`` plugin (it runs after udev coldplug).
 Offline there are no devices: one result per device class, evaluated for a representative
 device name (``nvme0n1``, ``sda``).  ``elevator=`` on the command line is ignored by blk-mq
 kernels (block/elevator.c, since 5.0) and is not considered.
@@ -18,7 +18,6 @@ import re
 from dataclasses import field
 from typing import Any, Callable, Iterator, Mapping
 
-from aiaudit import tuned, udev
 from aiaudit.api import (
     CheckContext,
     CheckSpec,
@@ -29,12 +28,16 @@ from aiaudit.api import (
     Status,
     hookimpl,
 )
-from aiaudit.errors import HostError, ParseError
-from aiaudit.host import Host
-from aiaudit.parsers import MAX_INT_DIGITS, sysfs
-from aiaudit.parsers import udev as up
-from aiaudit.records import record
-from aiaudit.tuning import read_opt, verdict
+from aiaudit.core.errors import HostError, ParseError
+from aiaudit.core.host import Host
+from aiaudit.core.parsing import MAX_INT_DIGITS
+from aiaudit.core.records import record
+from aiaudit.core.verdict import verdict
+from aiaudit.linux import sysfs
+from aiaudit.linux.sysfs import read_opt
+from aiaudit.linux.tuned import profiles as tuned
+from aiaudit.linux.udev import files as udev
+from aiaudit.linux.udev import rules as up
 
 CLASSES = ("nvme", "ssd", "hdd")
 CLASS_TEXT = {"nvme": "NVMe namespace", "ssd": "non-rotational SATA/SAS/virtio disk",

@@ -31,7 +31,6 @@ import re
 import stat
 from typing import Any, Iterator
 
-from aiaudit.checks import _gpu_stack as gs
 from aiaudit.checks.limits import training_user
 from aiaudit.checks.updates import version_key
 
@@ -46,10 +45,11 @@ from aiaudit.api import (
     Status,
     hookimpl,
 )
-from aiaudit.errors import HostError, NotFound, ParseError
-from aiaudit.host import Host
-from aiaudit.packages import dpkg_version
-from aiaudit.parsers.dpkg import upstream_version
+from aiaudit.core.errors import HostError, NotFound, ParseError
+from aiaudit.core.host import Host
+from aiaudit.linux.gpu import stack as gs
+from aiaudit.linux.packages.dpkg import upstream_version
+from aiaudit.linux.packages.installed import dpkg_version
 
 DAEMON_JSON = "/etc/docker/daemon.json"
 DOCKERD = ("/usr/bin/dockerd", "/usr/sbin/dockerd", "/usr/local/bin/dockerd")
@@ -74,7 +74,7 @@ FLAG_OF = {"hosts": ("-H", "--host"), "tlsverify": ("--tlsverify",),
 # ------------------------------------------------------------------ Docker
 def docker_installed(host: Host) -> bool:
     """dockerd binary or docker.service present."""
-    from aiaudit.systemd import load_unit
+    from aiaudit.linux.systemd.units import load_unit
 
     if any(host.is_file(p) for p in DOCKERD):
         return True
@@ -86,7 +86,7 @@ def docker_installed(host: Host) -> bool:
 
 def _exec_flags(host: Host) -> tuple[list[str], str | None]:
     """dockerd's ``ExecStart`` words and the file:line they come from."""
-    from aiaudit.systemd import load_unit
+    from aiaudit.linux.systemd.units import load_unit
 
     try:
         unit = load_unit(host, "docker.service")
@@ -117,7 +117,7 @@ def run_docker(ctx: CheckContext) -> Iterator[Result]:
         yield Result(Status.SKIP, "dockerd", "Docker Engine is not installed (no dockerd, no "
                      "docker.service)")
         return
-    from aiaudit.parsers import jsonconf  # only where Docker is installed
+    from aiaudit.linux.containers import jsonconf  # only where Docker is installed
 
     try:
         text = host.read_text(DAEMON_JSON)
@@ -246,7 +246,7 @@ def run_docker(ctx: CheckContext) -> Iterator[Result]:
 
 def run_socket(ctx: CheckContext) -> Iterator[Result]:
     """docker.socket is not writable by others or a broad group."""
-    from aiaudit.systemd import load_unit
+    from aiaudit.linux.systemd.units import load_unit
 
     host, p = ctx.host, ctx.params
     if not docker_installed(host):
@@ -350,7 +350,7 @@ def run_toolkit(ctx: CheckContext) -> Iterator[Result]:
             yield Result(Status.PASS, name, f"{name} {up} (>= {want})", expected=f">= {want}",
                          actual=up, evidence=ev)
         return
-    from aiaudit.parsers import tomlconf  # only where the NVIDIA Container Toolkit is
+    from aiaudit.linux.containers import tomlconf  # only where the NVIDIA Container Toolkit is
 
     try:
         text = host.read_text(TOOLKIT_TOML)
@@ -420,7 +420,7 @@ def run_apptainer(ctx: CheckContext) -> Iterator[Result]:
         return
     value, line = "yes", None
     if conf:
-        from aiaudit.parsers import apptainer  # only where Apptainer is configured
+        from aiaudit.linux.containers import apptainer  # only where Apptainer is configured
 
         try:
             parsed = apptainer.parse(host.read_text(conf), conf.lstrip("/"))

@@ -34,19 +34,14 @@ from aiaudit.api import (
     Status,
     hookimpl,
 )
-from aiaudit.errors import HostError, ParseError
-from aiaudit.host import Host
-from aiaudit.parsers import sysfs
-from aiaudit.records import record
-from aiaudit.tuning import (
-    boot_commands,
-    kernel_config,
-    kernel_config_missing,
-    oneshot_unit,
-    read_opt,
-    sysfs_writes,
-    verdict,
-)
+from aiaudit.core.errors import HostError, ParseError
+from aiaudit.core.host import Host
+from aiaudit.core.records import record
+from aiaudit.core.verdict import verdict
+from aiaudit.linux import sysfs
+from aiaudit.linux.kernel.config import kernel_config, kernel_config_missing
+from aiaudit.linux.sysfs import read_opt
+from aiaudit.linux.systemd.bootcmds import boot_commands, oneshot_unit, sysfs_writes
 
 CPU = "/sys/devices/system/cpu"
 CPUFREQ = f"{CPU}/cpufreq"
@@ -168,7 +163,7 @@ class BootSetting:
 def default_governor(host: Host) -> BootSetting | None:
     """The kernel's default governor at boot (command line, then kernel config)."""
     # the boot configuration and tuned only where cpufreq is (not in most VMs)
-    from aiaudit import boot
+    from aiaudit.linux.boot import cmdline as boot
 
     cfg = boot.load(host)
     if cfg.booted is not None:
@@ -206,7 +201,7 @@ def _cpupower_opts_governor(opts: str) -> str | None:
 
 def cpupower_service(host: Host, key: str) -> list[BootSetting]:
     """What ``cpupower.service`` (when enabled) sets for ``key`` (``governor``)."""
-    from aiaudit import systemd
+    from aiaudit.linux.systemd import units as systemd
 
     out: list[BootSetting] = []
     if not systemd.is_enabled(host, "cpupower.service").enabled:
@@ -218,7 +213,7 @@ def cpupower_service(host: Host, key: str) -> list[BootSetting]:
             continue
         if text is None:
             continue
-        from aiaudit.parsers import bootcmdline as bc  # see default_governor
+        from aiaudit.linux.boot import loaders as bc  # see default_governor
 
         assigns, _, _ = bc.parse_shell_assignments(text)
         for a in assigns:
@@ -261,7 +256,7 @@ def unit_settings(host: Host, sysfs_name: str, cpupower_flag: tuple[str, ...] = 
 
 def tuned_setting(host: Host, key: str) -> BootSetting | None:
     """tuned ``[cpu] key`` of the active profile (when tuned is enabled)."""
-    from aiaudit import tuned  # see default_governor
+    from aiaudit.linux.tuned import profiles as tuned  # see default_governor
 
     st = tuned.load(host)
     o = st.get("cpu", key)
@@ -334,7 +329,9 @@ def governor_searched(host: Host) -> str:
     """What :func:`boot_governor` looked for, in its order and display form, for the
     ``default`` evidence when nothing sets the governor: the command line the bootloader
     will pass, cpupower.service's configuration, enabled units, tuned."""
-    from aiaudit import boot, systemd, tuned  # see default_governor
+    from aiaudit.linux.boot import cmdline as boot
+    from aiaudit.linux.systemd import units as systemd
+    from aiaudit.linux.tuned import profiles as tuned  # see default_governor
 
     cfg = boot.load(host)
     cmdline = (f"no cpufreq.default_governor= on {cfg.booted.where()}" if cfg.booted else
@@ -410,7 +407,7 @@ def run_governor(ctx: CheckContext) -> Iterator[Result]:
         ev = [Evidence.runtime(f"{CPUFREQ}/policy*/scaling_governor", _describe(groups)), *ev]
     gov = allowed[0]
     summary = f"Set the {gov} governor now and at boot with a oneshot unit ({GOV_UNIT})."
-    from aiaudit import tuned  # see default_governor
+    from aiaudit.linux.tuned import profiles as tuned  # see default_governor
 
     st = tuned.load(host)
     tg = tuned_setting(host, "governor")
@@ -461,7 +458,7 @@ def run_epp(ctx: CheckContext) -> Iterator[Result]:
                                   gwin.evidence)
                 ev, explicit = gev, True
             else:  # the driver's (firmware's) default applies: say what was looked for
-                from aiaudit import tuned  # see default_governor
+                from aiaudit.linux.tuned import profiles as tuned  # see default_governor
 
                 gov = (f"the boot governor is {gwin.value} ({gwin.source}), not performance"
                        if gwin is not None else "the boot governor is unknown")

@@ -10,7 +10,7 @@ that device is not read, tuned is trusted when it runs).  States limited away by
 do not appear; the result says which mechanism holds.  Without cpuidle (many VMs) the rule
 is skipped.
 
-At boot: the kernel command line the bootloader will pass (:mod:`aiaudit.boot`) —
+At boot: the kernel command line the bootloader will pass (:mod:`aiaudit.linux.boot.cmdline`) —
 ``idle=poll|halt``, ``cpuidle.off=1``, ``intel_idle.max_cstate=1..N`` (intel_idle; 0 turns
 intel_idle off, falling back to acpi_idle), ``processor.max_cstate=N`` (acpi_idle; 0 acts as
 1) — tuned ``[cpu] force_latency`` when tuned is enabled, and enabled services running
@@ -22,7 +22,6 @@ from __future__ import annotations
 import re
 from typing import Any, Iterator
 
-from aiaudit import boot, tuned
 from aiaudit.api import (
     CheckContext,
     CheckSpec,
@@ -33,11 +32,16 @@ from aiaudit.api import (
     Status,
     hookimpl,
 )
-from aiaudit.errors import HostError, ParseError
-from aiaudit.host import Host
-from aiaudit.parsers import sysfs, to_int
-from aiaudit.records import record
-from aiaudit.tuning import boot_commands, read_opt, verdict
+from aiaudit.core.errors import HostError, ParseError
+from aiaudit.core.host import Host
+from aiaudit.core.parsing import to_int
+from aiaudit.core.records import record
+from aiaudit.core.verdict import verdict
+from aiaudit.linux import sysfs
+from aiaudit.linux.boot import cmdline as boot
+from aiaudit.linux.sysfs import read_opt
+from aiaudit.linux.systemd.bootcmds import boot_commands
+from aiaudit.linux.tuned import profiles as tuned
 
 CPU = "/sys/devices/system/cpu"
 CMDLINE_PARAMS = ("idle", "cpuidle.off", "intel_idle.max_cstate", "processor.max_cstate")

@@ -4,8 +4,8 @@ One rule states what must be true of one path of the scanned root: it exists or 
 is a regular file, a directory or a symlink whose target resolves (inside the root) to a
 given path; its permission bits are at most a mode (no bit outside it); its owner and group
 are among allowed names; it contains (or does not contain) a line matching a pattern.
-Patterns run in :mod:`aiaudit.linematch` (linear time, so a catastrophic regex in a ruleset
-cannot stall a scan); a pattern it refuses is an error result saying why.  Symlinks are
+Patterns run in :mod:`aiaudit.core.ruleset.linematch` (linear time, so a catastrophic regex
+in a ruleset cannot stall a scan); a pattern it refuses is an error result saying why.  Symlinks are
 followed inside the root only: a link that escapes it is reported, never followed.
 """
 
@@ -25,10 +25,10 @@ from aiaudit.api import (
     Status,
     hookimpl,
 )
-from aiaudit.errors import HostError, NotFound, PathEscape, SymlinkLoop
-from aiaudit.host import Host
-from aiaudit.linematch import MAX_PATTERN, PatternError, compile_pattern
-from aiaudit.parsers import passwd as pw
+from aiaudit.core.errors import HostError, NotFound, PathEscape, SymlinkLoop
+from aiaudit.core.host import Host
+from aiaudit.core.ruleset.linematch import MAX_PATTERN, PatternError, compile_pattern
+from aiaudit.linux.accounts import passwd as pw
 
 _PATH = {"type": "string", "pattern": "^/[^\\x00]*$", "maxLength": 4096}
 _NAMES = {"type": "array", "minItems": 1,

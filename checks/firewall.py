@@ -14,7 +14,7 @@ zone from ``/etc/firewalld/zones`` over ``/usr/lib/firewalld/zones``, services m
 ports), ``/etc/iptables/rules.v4``/``rules.v6`` with ``netfilter-persistent`` enabled, and
 RHEL's ``/etc/sysconfig/iptables``/``ip6tables`` with ``iptables.service``/``ip6tables.service``.
 Several mechanisms load into the same kernel: their chains are evaluated together (a drop
-in any is final).  The decision follows :mod:`aiaudit.parsers.netfilter`.
+in any is final).  The decision follows :mod:`aiaudit.linux.netfilter.model`.
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ from typing import Any, Iterator
 
 from aiaudit.checks import slurm as slurm_check
 
-from aiaudit import inbound, systemd
 from aiaudit.api import (
     Aspect,
     CheckContext,
@@ -38,12 +37,13 @@ from aiaudit.api import (
     Status,
     hookimpl,
 )
-from aiaudit.errors import CommandError, HostError, NotFound, ParseError
-from aiaudit.host import Host
-from aiaudit.parsers import iptables as ipt
-from aiaudit.parsers import netfilter as nf
-from aiaudit.parsers import nft
-from aiaudit.records import record
+from aiaudit.core.errors import CommandError, HostError, NotFound, ParseError
+from aiaudit.core.host import Host
+from aiaudit.core.records import record
+from aiaudit.linux.netfilter import inbound, nft
+from aiaudit.linux.netfilter import iptables as ipt
+from aiaudit.linux.netfilter import model as nf
+from aiaudit.linux.systemd import units as systemd
 
 NFT_TIMEOUT = 10.0
 NFTABLES_CONF = "/etc/nftables.conf"
@@ -289,7 +289,7 @@ def _load_ufw(host: Host, st: FirewallState, rs: nf.Ruleset) -> None:
     if text is None:
         st.looked.append(_not_installed("ufw", (conf_path,)))
         return
-    from aiaudit.parsers import ufw  # only where ufw is installed
+    from aiaudit.linux.netfilter import ufw  # only where ufw is installed
 
     conf = ufw.parse_conf(text)
     en = systemd.is_enabled(host, "ufw.service")
@@ -350,8 +350,8 @@ def _load_firewalld(host: Host, st: FirewallState, rs: nf.Ruleset) -> None:
         else:
             _unit_looked(host, st, "firewalld", "firewalld.service", en, (conf_path,))
         return
-    from aiaudit.parsers import firewalld as fwd  # only where firewalld starts at boot
-    from aiaudit.parsers import ufw  # its KEY=value reader, for firewalld.conf
+    from aiaudit.linux.netfilter import firewalld as fwd  # only where firewalld starts at boot
+    from aiaudit.linux.netfilter import ufw  # its KEY=value reader, for firewalld.conf
 
     conf = ufw.parse_conf(host.try_read_text(conf_path) or "")
     dz = conf.get("DefaultZone")
@@ -529,7 +529,7 @@ def _ports_text(p: tuple[str, int, int, Any]) -> str:
 # ================================================================== remediation
 def admitted(ctx: CheckContext) -> tuple[list[inbound.Admit], list[str]]:
     """What the fix admits: the ruleset's ``settings.firewall`` with Slurm's ports read
-    from the scanned root (:mod:`aiaudit.inbound`)."""
+    from the scanned root (:mod:`aiaudit.linux.netfilter.inbound`)."""
     def slurm_info() -> tuple[bool, str | None, dict[str, str]]:
         path, conf, _problems = slurm_check.slurm_conf(ctx.host)
         return (slurm_check.installed(ctx.host), path,

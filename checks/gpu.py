@@ -4,7 +4,7 @@ Nothing from the scanned root is imported or executed: versions come from
 ``/proc/driver/nvidia/version`` (live), the ``.modinfo`` section of ``nvidia.ko*``, the
 ``libcuda.so.<version>`` names in the loader's directories, ``version.json``/``version.txt``
 of each toolkit, ``torch/version.py`` (parsed with ``ast``) and ``*.dist-info`` names.  See
-:mod:`aiaudit.checks._gpu_stack` for the discovery and ``checks/data/cuda_drivers.json`` for
+:mod:`aiaudit.linux.gpu.stack` for the discovery and ``checks/data/cuda_drivers.json`` for
 NVIDIA's minimum-driver tables (source and date inside).
 """
 
@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import re
 from typing import Any, Iterator
-
-from aiaudit.checks import _gpu_stack as gs
 
 from aiaudit.api import (
     Aspect,
@@ -26,11 +24,14 @@ from aiaudit.api import (
     Status,
     hookimpl,
 )
-from aiaudit.errors import CommandError, HostError, LiveStateUnavailable, ParseError
-from aiaudit.host import Host
-from aiaudit.identity import os_release
-from aiaudit.packages import DPKG_STATUS
-from aiaudit.parsers import cuda, lazy_pattern, ldconf, nvidia
+from aiaudit.core.errors import CommandError, HostError, LiveStateUnavailable, ParseError
+from aiaudit.core.host import Host
+from aiaudit.core.identity import os_release
+from aiaudit.core.parsing import lazy_pattern
+from aiaudit.linux import ldconf
+from aiaudit.linux.gpu import cuda, nvidia
+from aiaudit.linux.gpu import stack as gs
+from aiaudit.linux.packages.installed import DPKG_STATUS
 
 PERSISTENCED = "nvidia-persistenced.service"
 
@@ -456,7 +457,7 @@ def _compat_package(subject: str) -> tuple[str, tuple[Snippet, ...]]:
 # ------------------------------------------------------------------ persistence mode
 def _persistenced(host: Host) -> tuple[bool | None, str, tuple[Evidence, ...]]:
     """(configured at boot?, why, evidence) for nvidia-persistenced."""
-    from aiaudit.systemd import is_enabled, load_unit, unit_evidence
+    from aiaudit.linux.systemd.units import is_enabled, load_unit, unit_evidence
 
     try:
         unit = load_unit(host, PERSISTENCED)

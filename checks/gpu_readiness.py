@@ -10,7 +10,7 @@ Sources for every path and format:
 
 - PCI devices: Documentation/ABI/testing/sysfs-bus-pci (``vendor``, ``class``,
   ``current_link_speed``, ``max_link_speed``, ``current_link_width``, ``max_link_width``,
-  ``msi_irqs/``, ``iommu_group``, ``config``); formats in :mod:`aiaudit.parsers.pcisysfs`.
+  ``msi_irqs/``, ``iommu_group``, ``config``); formats in :mod:`aiaudit.linux.pci`.
   ``/sys/bus/pci/devices/<BDF>`` links to ``/sys/devices/pci<dom>:<bus>/<port>/.../<BDF>``;
   the directory above a device is its upstream bridge (drivers/base/core.c names device
   directories after their parents), which is how the upstream port is found.
@@ -44,10 +44,8 @@ from __future__ import annotations
 import re
 from typing import Any, Iterator
 
-from aiaudit.checks import _gpu_stack as gs
 from aiaudit.checks import gpu as gpu_checks
 
-from aiaudit import boot
 from aiaudit.api import (
     Aspect,
     CheckContext,
@@ -59,14 +57,18 @@ from aiaudit.api import (
     Status,
     hookimpl,
 )
-from aiaudit.errors import CommandError, HostError, LiveStateUnavailable, ParseError
-from aiaudit.host import Host
-from aiaudit.packages import DPKG_STATUS, dpkg_installed
-from aiaudit.parsers import modprobe, nvsmi, pcisysfs
-from aiaudit.parsers.bootcmdline import Param
-from aiaudit.parsers.dpkg import upstream_version
-from aiaudit.parsers.sysfs import parse_cpulist
-from aiaudit.records import record
+from aiaudit.core.errors import CommandError, HostError, LiveStateUnavailable, ParseError
+from aiaudit.core.host import Host
+from aiaudit.core.records import record
+from aiaudit.linux import pci as pcisysfs
+from aiaudit.linux.boot import cmdline as boot
+from aiaudit.linux.boot.loaders import Param
+from aiaudit.linux.gpu import nvsmi
+from aiaudit.linux.gpu import stack as gs
+from aiaudit.linux.kmod import modprobe
+from aiaudit.linux.packages.dpkg import upstream_version
+from aiaudit.linux.packages.installed import DPKG_STATUS, dpkg_installed
+from aiaudit.linux.sysfs import parse_cpulist
 
 PCI = "/sys/bus/pci/devices"
 IB = "/sys/class/infiniband"
@@ -370,7 +372,7 @@ def _fm_package(host: Host) -> tuple[str, str] | None:
 
 def run_fabricmanager(ctx: CheckContext) -> Iterator[Result]:
     """NVSwitch systems run nvidia-fabricmanager of the driver's exact version."""
-    from aiaudit.systemd import is_enabled
+    from aiaudit.linux.systemd.units import is_enabled
 
     host = ctx.host
     switches = [d for d in pci_devices(host) if d.is_nvswitch]
@@ -669,7 +671,7 @@ def _iommu_boot(host: Host, cl: boot.CmdlineSource | None
     """Do host devices get untranslated DMA at the next boot? (ok, how, evidence): from the
     command line, else the kernel's build default (``CONFIG_IOMMU_DEFAULT_PASSTHROUGH``,
     ``drivers/iommu/Kconfig``)."""
-    from aiaudit.tuning import kernel_config, kernel_config_missing
+    from aiaudit.linux.kernel.config import kernel_config, kernel_config_missing
 
     decided = _iommu_mode(cl) if cl is not None else None
     if decided is not None:
@@ -966,7 +968,7 @@ def _running(host: Host, comm: str) -> bool:
 
 def run_irq(ctx: CheckContext) -> Iterator[Result]:
     """irqbalance runs, or the device interrupts are pinned to CPU subsets."""
-    from aiaudit.systemd import is_enabled, load_unit, unit_evidence
+    from aiaudit.linux.systemd.units import is_enabled, load_unit, unit_evidence
 
     host = ctx.host
     en = is_enabled(host, IRQBALANCE)

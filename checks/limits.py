@@ -2,7 +2,7 @@
 
 ``limits.effective`` computes the soft or hard ``nofile``/``memlock`` limit a session of the
 training user gets through each login service (sshd by default), exactly as the scanned
-root's pam_limits build decides (see :mod:`aiaudit.parsers.limits`): whether the service's
+root's pam_limits build decides (see :mod:`aiaudit.linux.pam_limits.conf`): whether the service's
 PAM session stack loads pam_limits (and, for sshd, ``UsePAM``), the module's ``conf=``
 argument, limits.conf then limits.d in strcmp order, domain ranks, the ``-`` type, "no
 limits" lines, Debian's patches (root not matched by ``*``/``@group``; starting values from
@@ -16,7 +16,6 @@ from __future__ import annotations
 from dataclasses import field, replace
 from typing import Any, Iterator, Mapping
 
-from aiaudit import systemd
 from aiaudit.api import (
     Aspect,
     CheckContext,
@@ -28,14 +27,15 @@ from aiaudit.api import (
     Status,
     hookimpl,
 )
-from aiaudit.errors import HostError, NotFound, NotRegularFile, ParseError
-from aiaudit.host import Host
-from aiaudit.packages import dpkg_version
-from aiaudit.parsers import dpkg
-from aiaudit.parsers import limits as lp
-from aiaudit.parsers import pam as pp
-from aiaudit.parsers import passwd as pw
-from aiaudit.records import record
+from aiaudit.core.errors import HostError, NotFound, NotRegularFile, ParseError
+from aiaudit.core.host import Host
+from aiaudit.core.records import record
+from aiaudit.linux.accounts import passwd as pw
+from aiaudit.linux.packages import dpkg
+from aiaudit.linux.packages.installed import dpkg_version
+from aiaudit.linux.pam_limits import conf as lp
+from aiaudit.linux.pam_limits import pam as pp
+from aiaudit.linux.systemd import units as systemd
 
 LIMITS_CONF = "/etc/security/limits.conf"
 LIMITS_D = "/etc/security/limits.d"
@@ -159,7 +159,7 @@ def pam_build(host: Host) -> PamBuild:
     """Detect distro family (os-release) and PAM version (dpkg) of the scanned root."""
 
     def load() -> PamBuild:
-        from aiaudit.identity import os_release
+        from aiaudit.core.identity import os_release
 
         osr = os_release(host)
         ids = {osr.get("ID", "")} | set(osr.get("ID_LIKE", "").split())
@@ -499,7 +499,7 @@ def unit_limits(host: Host, units: tuple[str, ...]) -> Start:
         mgr = systemd.manager_config(host)
     except (HostError, ParseError):
         mgr = []
-    from aiaudit.parsers.unitfile import last
+    from aiaudit.linux.systemd.unitfile import last
 
     for item, key in ITEM_KEYS.items():
         a = unit.get("Service", f"Limit{key}") if unit else None

@@ -4,11 +4,11 @@
 every pam_limits call for nofile and memlock.  This check answers the policy question
 benchmarks ask of *every* pam_limits item (``core``, ``nproc``, ``maxlogins``, ``stack``,
 ``as``, ``rtprio``, ...): "does every user get ``hard core 0``?".  It runs the scanned root's
-pam_limits decision (:func:`aiaudit.parsers.limits.decide`: domain ranks, same-rank last
+pam_limits decision (:func:`aiaudit.linux.pam_limits.conf.decide`: domain ranks, same-rank last
 wins, ``-`` type, no-limits lines, the Debian patches) over limits.conf then limits.d, once
 per account of ``/etc/passwd`` plus "any other user" (a new account that only ``*`` and
 uid-range lines could match), and compares the value the lines set with the rule's
-expectation (:mod:`aiaudit.predicates`, in limits.conf units: KiB for the size items,
+expectation (:mod:`aiaudit.core.ruleset.predicates`, in limits.conf units: KiB for the size items,
 minutes for ``cpu``; ``unlimited`` is above every number).
 
 An account no line sets the item for keeps what its session inherits (PID 1's limits on
@@ -21,7 +21,6 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any, Iterator
 
-from aiaudit import predicates
 from aiaudit.api import (
     Aspect,
     CheckContext,
@@ -33,11 +32,12 @@ from aiaudit.api import (
     Status,
     hookimpl,
 )
-from aiaudit.errors import HostError, NotFound, ParseError
-from aiaudit.host import Host
-from aiaudit.parsers import limits as lp
-from aiaudit.parsers import passwd as pw
-from aiaudit.predicates import Predicate
+from aiaudit.core.errors import HostError, NotFound, ParseError
+from aiaudit.core.host import Host
+from aiaudit.core.ruleset import predicates
+from aiaudit.core.ruleset.predicates import Predicate
+from aiaudit.linux.accounts import passwd as pw
+from aiaudit.linux.pam_limits import conf as lp
 
 if TYPE_CHECKING:
     from aiaudit.checks.limits import PamBuild

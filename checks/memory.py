@@ -20,7 +20,6 @@ from __future__ import annotations
 import re
 from typing import Any, Iterator
 
-from aiaudit import systemd
 from aiaudit.api import (
     Aspect,
     CheckContext,
@@ -32,17 +31,15 @@ from aiaudit.api import (
     Status,
     hookimpl,
 )
-from aiaudit.errors import HostError, ParseError
-from aiaudit.host import Host
-from aiaudit.parsers import fstab, sysfs
-from aiaudit.tuning import (
-    kernel_config,
-    kernel_config_missing,
-    oneshot_unit,
-    read_opt,
-    sysfs_writes,
-    verdict,
-)
+from aiaudit.core.errors import HostError, ParseError
+from aiaudit.core.host import Host
+from aiaudit.core.verdict import verdict
+from aiaudit.linux import sysfs
+from aiaudit.linux.kernel.config import kernel_config, kernel_config_missing
+from aiaudit.linux.storage import fstab
+from aiaudit.linux.sysfs import read_opt
+from aiaudit.linux.systemd import units as systemd
+from aiaudit.linux.systemd.bootcmds import oneshot_unit, sysfs_writes
 
 THP = "/sys/kernel/mm/transparent_hugepage"
 FSTAB = "/etc/fstab"
@@ -103,7 +100,8 @@ def run_thp(ctx: CheckContext) -> Iterator[Result]:
     """Evaluate a THP rule."""
     # only the THP rules read the boot configuration and tuned (a Slurm prolog's /dev/shm
     # rule loads this module without them)
-    from aiaudit import boot, tuned
+    from aiaudit.linux.boot import cmdline as boot
+    from aiaudit.linux.tuned import profiles as tuned
 
     host, p = ctx.host, ctx.params
     setting, allowed = p["setting"], list(p["allowed"])
@@ -294,7 +292,7 @@ def run_shm(ctx: CheckContext) -> Iterator[Result]:
                                   runtime_txt=rt_txt, boot_txt=boot_txt, want=want)
     rem = None
     if status is Status.FAIL:
-        from aiaudit import edits  # the fix's edit script: only for a failure
+        from aiaudit.core import edits  # the fix's edit script: only for a failure
 
         size = str(minimum) if minimum.percent is None else f"{minimum.percent:g}%"
         line = f"tmpfs /dev/shm tmpfs rw,nosuid,nodev,size={size} 0 0\n"
@@ -403,7 +401,7 @@ def run_swap(ctx: CheckContext) -> Iterator[Result]:
                                   boot_txt=boot_txt, want="off")
     rem = None
     if status is Status.FAIL:
-        from aiaudit import edits  # the fix's edit script: only for a failure
+        from aiaudit.core import edits  # the fix's edit script: only for a failure
 
         # /etc/fstab is not a drop-in: the fix edits it in place (also under ROOT=)
         snips = [Snippet.edit(FSTAB, edits.COMMENT_SWAP, "comment out swap lines")]

@@ -29,11 +29,11 @@ from aiaudit.api import (
     Status,
     hookimpl,
 )
-from aiaudit.errors import HostError, NotFound, ParseError
-from aiaudit.host import Host
-from aiaudit.parsers import netfilter as nf
-from aiaudit.parsers import procnet
-from aiaudit.records import record
+from aiaudit.core.errors import HostError, NotFound, ParseError
+from aiaudit.core.host import Host
+from aiaudit.core.records import record
+from aiaudit.linux.netfilter import model as nf
+from aiaudit.linux.network import procnet
 
 TABLES = (("tcp", 4, "/proc/net/tcp"), ("tcp", 6, "/proc/net/tcp6"),
           ("udp", 4, "/proc/net/udp"), ("udp", 6, "/proc/net/udp6"))
@@ -346,14 +346,14 @@ class Service:
 
 SERVICES_DATA = "data/network_services.yaml"
 """The service table (package data of ``aiaudit.checks``); its JSON twin
-``network_services.json`` is written by ``python -m aiaudit.builtin_rulesets checks/data``."""
+``network_services.json`` is written by ``python -m aiaudit.core.ruleset.builtin checks/data``."""
 
 
 def _services_data() -> Any:
     """The parsed service table: the JSON twin when it matches the YAML bytes (no PyYAML
     import, about 15 ms of a scan), else the YAML itself."""
-    from aiaudit import resources
-    from aiaudit.builtin_rulesets import fingerprint
+    from aiaudit.core import resources
+    from aiaudit.core.ruleset.builtin import fingerprint
 
     raw = resources.read_bytes("aiaudit.checks", SERVICES_DATA)
     twin = SERVICES_DATA[: -len(".yaml")] + ".json"

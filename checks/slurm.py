@@ -14,7 +14,6 @@ from typing import Any, Iterator
 
 from aiaudit.checks import limits as lc
 
-from aiaudit import slurmd
 from aiaudit.api import (
     Aspect,
     CheckContext,
@@ -26,11 +25,12 @@ from aiaudit.api import (
     Status,
     hookimpl,
 )
-from aiaudit.errors import HostError, ParseError
-from aiaudit.host import Host
-from aiaudit.packages import dpkg_version
-from aiaudit.parsers import limits as lp
-from aiaudit.parsers import slurm as sp
+from aiaudit.core.errors import HostError, ParseError
+from aiaudit.core.host import Host
+from aiaudit.linux.packages.installed import dpkg_version
+from aiaudit.linux.pam_limits import conf as lp
+from aiaudit.linux.slurm import conf as sp
+from aiaudit.linux.slurm import slurmd
 
 SLURM_CONFS = slurmd.DEFAULT_CONFS
 UNIT_DROPIN = "/etc/systemd/system/slurmd.service.d/zz-aiaudit-limits.conf"

@@ -3,7 +3,7 @@
 ``ssh.sshd_option`` compares any keyword's effective value with an expectation;
 ``ssh.sshd_kbdinteractive`` decides keyboard-interactive authentication together with
 ``UsePAM`` (with PAM it is password authentication under another name).  Both read the
-configuration through :mod:`aiaudit.parsers.sshd` (first value wins, ``Include`` re-rooted
+configuration through :mod:`aiaudit.linux.sshd.config` (first value wins, ``Include`` re-rooted
 under the scanned root, ``Match`` blocks, compiled-in defaults), report the global value
 (what ``sshd -T`` prints) and, separately, each ``Match`` block that sets the keyword, since
 a matching block overrides the global value for the connections it matches.
@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterator
 
-from aiaudit import predicates
 from aiaudit.api import (
     Aspect,
     CheckContext,
@@ -26,13 +25,14 @@ from aiaudit.api import (
     Status,
     hookimpl,
 )
-from aiaudit.errors import ParseError
-from aiaudit.host import Host
-from aiaudit.packages import dpkg_version
-from aiaudit.parsers import dpkg
-from aiaudit.parsers import sshd as sp
-from aiaudit.predicates import Predicate
-from aiaudit.records import record
+from aiaudit.core.errors import ParseError
+from aiaudit.core.host import Host
+from aiaudit.core.records import record
+from aiaudit.core.ruleset import predicates
+from aiaudit.core.ruleset.predicates import Predicate
+from aiaudit.linux.packages import dpkg
+from aiaudit.linux.packages.installed import dpkg_version
+from aiaudit.linux.sshd import config as sp
 
 DROPIN = "/etc/ssh/sshd_config.d/00-aiaudit.conf"
 """Remediation drop-in.  sshd keeps the *first* value it reads and Debian's main file
@@ -52,8 +52,8 @@ OPTION_SCHEMA: dict[str, Any] = {
     "properties": {
         "keyword": {"type": "string", "minLength": 1, "pattern": "^[A-Za-z0-9]+$",
                     "description": "sshd_config keyword (any case; aliases allowed)"},
-        # op/value, min/max, set and per-field expectations (aiaudit.predicates); values,
-        # bounds and elements as sshd accepts them (yes/no, times such as 5m)
+        # op/value, min/max, set and per-field expectations (aiaudit.core.ruleset.predicates);
+        # values, bounds and elements as sshd accepts them (yes/no, times such as 5m)
         **predicates.schema_properties(_VALUE, bound=_VALUE),
         "fix": {"type": ["integer", "string"],
                 "description": "value the remediation proposes (default: derived from op)"},
@@ -149,7 +149,7 @@ def passes(host: Host, config: sp.SshdConfig) -> Passes:
 def release_defaults(host: Host) -> dict[str, Any]:
     """``load`` keywords for the compiled-in algorithm lists of the installed OpenSSH
     (its dpkg version; unknown: 9.2, and the note says so)."""
-    from aiaudit.parsers import sshd_defaults
+    from aiaudit.linux.sshd import defaults as sshd_defaults
 
     defaults, note = sshd_defaults.for_package(dpkg_version(host, "openssh-server"))
     out: dict[str, Any] = {"defaults": defaults, "defaults_note": note}
@@ -288,7 +288,7 @@ def remediation(cfg: sp.SshdConfig, setting: sp.Setting, line: str,
             (Snippet.file(DROPIN, line + "\n", f"set {setting.option} (first value wins)"),
              reload))
     why = _why_dropin_loses(cfg, d)
-    from aiaudit import edits  # the in-place edit: only when no drop-in can win
+    from aiaudit.core import edits  # the in-place edit: only when no drop-in can win
 
     op = edits.set_directive_op(line)
     if edits.valid(op) and (d is None or d.block is None):
@@ -382,7 +382,7 @@ def run_option(ctx: CheckContext) -> Iterator[Result]:
         yield Result(Status.ERROR, name, f"{name}: {exc}")
         return
     if deprecated:  # judged on what sshd does (checks/_sshd_deprecated.py)
-        from aiaudit.checks import _sshd_deprecated
+        from aiaudit.linux.sshd import deprecated as _sshd_deprecated
 
         yield from _sshd_deprecated.results(cfg, kw, pred, note, RELOAD)
         return

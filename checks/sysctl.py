@@ -2,11 +2,11 @@
 
 Live, the runtime value comes from ``/proc/sys``; the persisted value is what systemd-sysctl
 will write at the next boot (directories, masking, strcmp order, last assignment wins,
-explicit beats glob, ``-key`` exclusions; see :mod:`aiaudit.parsers.sysctl`), with the procps
+explicit beats glob, ``-key`` exclusions; see :mod:`aiaudit.linux.sysctl.conf`), with the procps
 ``sysctl --system`` result alongside when it differs (``/etc/sysctl.conf`` read last,
 older procps orders and no globs), then tuned when it is enabled (its profile's
 ``[sysctl]``, with the admin files re-applied after it).  Which program applies the
-files, ufw's re-apply and build-config kernel defaults: :mod:`aiaudit.sysctl_boot`.
+files, ufw's re-apply and build-config kernel defaults: :mod:`aiaudit.linux.sysctl.boot`.
 A failure says which side is wrong: ``runtime``, ``persisted`` or ``drift`` (right now
 but reverts at reboot, or configured but not applied).
 """
@@ -18,7 +18,6 @@ import posixpath
 from dataclasses import field, replace
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
-from aiaudit import predicates, sysctl_boot
 from aiaudit.api import (
     Aspect,
     CheckContext,
@@ -30,13 +29,15 @@ from aiaudit.api import (
     Status,
     hookimpl,
 )
-from aiaudit.errors import HostError, NotFound, NotRegularFile, ParseError, SymlinkLoop
-from aiaudit.host import Host
-from aiaudit.packages import dpkg_version
-from aiaudit.parsers import dpkg
-from aiaudit.parsers import sysctl as sp
-from aiaudit.predicates import Predicate
-from aiaudit.records import record
+from aiaudit.core.errors import HostError, NotFound, NotRegularFile, ParseError, SymlinkLoop
+from aiaudit.core.host import Host
+from aiaudit.core.records import record
+from aiaudit.core.ruleset import predicates
+from aiaudit.core.ruleset.predicates import Predicate
+from aiaudit.linux.packages import dpkg
+from aiaudit.linux.packages.installed import dpkg_version
+from aiaudit.linux.sysctl import boot as sysctl_boot
+from aiaudit.linux.sysctl import conf as sp
 
 DROPIN = "/etc/sysctl.d/99-zz-aiaudit.conf"
 """Remediation drop-in: in /etc (beats same-named vendor files) and sorting after
@@ -49,7 +50,7 @@ PARAMS_SCHEMA: dict[str, Any] = {
     "properties": {
         "key": {"type": "string", "minLength": 1, "pattern": "^[^*?\\[\\]\\s=]+$",
                 "description": "sysctl key, dotted or slash form"},
-        # op/value, min/max, set and per-field expectations (aiaudit.predicates)
+        # op/value, min/max, set and per-field expectations (aiaudit.core.ruleset.predicates)
         **predicates.schema_properties(),
         "kernel_default": {"type": ["integer", "string"],
                            "description": "value at boot when no file sets the key"},
@@ -194,7 +195,7 @@ def searched(host: Host, cfg: SysctlConfig, init: sysctl_boot.Applier, display: 
     for the ``default`` evidence when nothing sets it: the directories the boot applier
     reads (:attr:`SysctlConfig.dirs`, or procps' and ``/etc/sysctl.conf``), ufw's sysctl
     file when ufw re-applies one, and the tuned profile when tuned starts."""
-    from aiaudit import tuned
+    from aiaudit.linux.tuned import profiles as tuned
 
     places = [d.lstrip("/") for d in (cfg.procps_dirs if init.name == "procps" else cfg.dirs)]
     if init.name == "procps":
@@ -211,9 +212,9 @@ def searched(host: Host, cfg: SysctlConfig, init: sysctl_boot.Applier, display: 
 
 def unknown_default(host: Host, key: str, display: str) -> str:
     """Why the kernel default of ``key`` (slash form) is unknown, for the ``default``
-    evidence: what :func:`aiaudit.sysctl_boot.kernel_default` looked for, or that it
+    evidence: what :func:`aiaudit.linux.sysctl.boot.kernel_default` looked for, or that it
     derives none for the key."""
-    from aiaudit.tuning import kernel_config_missing
+    from aiaudit.linux.kernel.config import kernel_config_missing
 
     if key not in sysctl_boot.DERIVED_DEFAULTS:
         return (f"kernel default unknown: aiaudit derives none for {display} and the "
@@ -229,7 +230,7 @@ class Resolved:
     file (with 2,000 sysctl.d files each rule re-scanned ~12,000 lines: +60 M instructions
     per rule).  Built once per run (:func:`resolved`) and shared by every sysctl rule.
 
-    The deciders of :mod:`aiaudit.parsers.sysctl` still decide, on the subsequence of the
+    The deciders of :mod:`aiaudit.linux.sysctl.conf` still decide, on the subsequence of the
     entries (in file order) that can matter for the key; the answer is the same as on all
     entries:
 
@@ -254,11 +255,11 @@ class Resolved:
         return self._systemd.get(key)
 
     def systemd_decide(self, key: str) -> sp.Decision:
-        """:func:`aiaudit.parsers.sysctl.systemd_decide` of ``key`` on the whole set."""
+        """:func:`aiaudit.linux.sysctl.conf.systemd_decide` of ``key`` on the whole set."""
         return sp.systemd_decide(self.systemd_entries(key), key)
 
     def procps_decide(self, key: str) -> sp.Decision:
-        """:func:`aiaudit.parsers.sysctl.procps_decide` of ``key`` on the whole set."""
+        """:func:`aiaudit.linux.sysctl.conf.procps_decide` of ``key`` on the whole set."""
         target = sp.PROC_SYS + key
         if posixpath.normpath(target) != target:
             entries: Sequence[sp.Entry] = self.cfg.procps_entries
@@ -335,7 +336,7 @@ def tuned_decide(host: Host, cfg: SysctlConfig | Resolved, key: str) -> TunedDec
     ``[sysctl]`` options (keys mapped naively, ``.`` to ``/``), then, with
     ``reapply_sysctl`` on (the default), re-applies the admin files of /run and /etc (never
     /usr/lib or /usr/local/lib), so an admin file still wins over the profile."""
-    from aiaudit import tuned
+    from aiaudit.linux.tuned import profiles as tuned
 
     st = tuned.load(host)
     if not st.active or st.profile is None:
@@ -368,7 +369,7 @@ def tuned_decide(host: Host, cfg: SysctlConfig | Resolved, key: str) -> TunedDec
 
 def _tuned_reapplies(host: Host) -> bool:
     """tuned-main.conf ``reapply_sysctl`` (default 1)."""
-    from aiaudit import tuned
+    from aiaudit.linux.tuned import profiles as tuned
 
     try:
         text = host.try_read_text(tuned.MAIN_CONF) or ""
@@ -384,13 +385,13 @@ def _tuned_reapplies(host: Host) -> bool:
 # ------------------------------------------------------------------ expectations
 @record
 class Expectation:
-    """What a rule wants of the value (a :class:`~aiaudit.predicates.Predicate`)."""
+    """What a rule wants of the value (a :class:`~aiaudit.core.ruleset.predicates.Predicate`)."""
 
     pred: Predicate
 
     @classmethod
     def from_params(cls, p: Mapping[str, Any]) -> Expectation:
-        """Build from rule params (see :mod:`aiaudit.predicates`)."""
+        """Build from rule params (see :mod:`aiaudit.core.ruleset.predicates`)."""
         return cls(Predicate.from_params(p))
 
     def ok(self, value: str) -> bool:

@@ -36,9 +36,9 @@ from aiaudit.api import (
     Status,
     hookimpl,
 )
-from aiaudit.errors import HostError, ParseError
-from aiaudit.parsers import sysctl as sp
-from aiaudit.parsers import to_int
+from aiaudit.core.errors import HostError, ParseError
+from aiaudit.core.parsing import to_int
+from aiaudit.linux.sysctl import conf as sp
 
 KEY = "net.ipv4.tcp_mem"
 PROC = "/proc/sys/net/ipv4/tcp_mem"

@@ -24,8 +24,8 @@ from aiaudit.api import (
     Status,
     hookimpl,
 )
-from aiaudit.errors import HostError, ParseError
-from aiaudit.host import Host
+from aiaudit.core.errors import HostError, ParseError
+from aiaudit.core.host import Host
 
 UNITS = ("chrony.service", "chronyd.service", "systemd-timesyncd.service", "ntp.service",
          "ntpd.service", "ntpsec.service", "openntpd.service")
@@ -56,7 +56,7 @@ FIX = Remediation("Enable a time synchronisation daemon (chrony is the usual cho
 
 def run(ctx: CheckContext) -> Iterator[Result]:
     """PASS when a time sync daemon is enabled (and, live, running)."""
-    from aiaudit.systemd import is_enabled, load_unit, search_text, unit_evidence
+    from aiaudit.linux.systemd.units import is_enabled, load_unit, search_text, unit_evidence
 
     host = ctx.host
     if not boots(host):

@@ -39,16 +39,16 @@ from aiaudit.api import (
     Status,
     hookimpl,
 )
-from aiaudit.errors import HostError, ParseError
-from aiaudit.host import Host
-from aiaudit.packages import (
+from aiaudit.core.errors import HostError, ParseError
+from aiaudit.core.host import Host
+from aiaudit.linux.packages import aptconf, aptlists
+from aiaudit.linux.packages.installed import (
     DPKG_STATUS,
     dpkg_any_installed,
     dpkg_names,
     dpkg_package,
     dpkg_version,
 )
-from aiaudit.parsers import aptconf, aptlists
 
 LISTS = "/var/lib/apt/lists"
 LIST_CAP = 256 * 1024 * 1024
@@ -271,7 +271,7 @@ def _apt_config(host: Host) -> tuple[dict[str, tuple[str, int, str]], list[str],
 
 
 def _unit_exists(host: Host, name: str) -> bool:
-    from aiaudit.systemd import load_unit
+    from aiaudit.linux.systemd.units import load_unit
 
     try:
         return load_unit(host, name).exists
@@ -289,7 +289,7 @@ def run_unattended(ctx: CheckContext) -> Iterator[Result]:
     """Security updates install without a person."""
     from aiaudit.checks.timesync import boots
 
-    from aiaudit.systemd import is_enabled, unit_evidence
+    from aiaudit.linux.systemd.units import is_enabled, unit_evidence
 
     host = ctx.host
     if not boots(host):

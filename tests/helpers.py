@@ -10,10 +10,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from aiaudit import plugins
 from aiaudit.api import CheckContext
-from aiaudit.host import Host
-from aiaudit.model import Result
+from aiaudit.core import plugins
+from aiaudit.core.host import Host
+from aiaudit.core.model import Result
 
 TESTS = Path(__file__).parent
 FIXTURES = TESTS / "fixtures"
@@ -47,7 +47,7 @@ def run_check(check_id: str, root: str | Path, params: Mapping[str, Any] | None 
               live: bool = False, user: str | None = None,
               settings: Mapping[str, Any] | None = None) -> list[Result]:
     """Run one registered check against a fixture root; exceptions propagate."""
-    from aiaudit.ruleset import _with_defaults
+    from aiaudit.core.ruleset import _with_defaults
 
     spec = plugins.registry().checks[check_id]
     host = Host(str(root), live=live)

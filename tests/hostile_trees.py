@@ -51,7 +51,7 @@ def kernel_modules(root: Path) -> None:
     import gzip
     import lzma
 
-    from tests.parsers.test_elfmodinfo import make_ko
+    from tests.linux.kmod.test_modinfo import make_ko
 
     _base(root)
     ko = make_ko("550.54.14", extra=b"\0" * (64 * MIB))

@@ -16,9 +16,9 @@ from typing import Any, Iterator, Mapping, Sequence
 import pytest
 import yaml
 
-from aiaudit import plugins
 from aiaudit.api import CheckContext, CheckSpec, Result, Status
-from aiaudit.model import Finding, HostInfo, RunResult, Severity
+from aiaudit.core import plugins
+from aiaudit.core.model import Finding, HostInfo, RunResult, Severity
 
 REPO = Path(__file__).resolve().parent.parent
 AIAUDIT = Path(os.environ.get("VIRTUAL_ENV", REPO / ".venv")) / "bin" / "aiaudit"
@@ -94,7 +94,7 @@ def finding(rule: str, status: str, subject: str = "-", severity: str = "high") 
 def run_of(findings: Sequence[Finding], run_id: str = "r1", host: HostInfo = HOST,
            ruleset: str = "scripted") -> RunResult:
     """A RunResult around ``findings`` (rules derived from them)."""
-    from aiaudit.model import RuleInfo
+    from aiaudit.core.model import RuleInfo
 
     rules = {f.rule_id: RuleInfo(id=f.rule_id, check=f.check, severity=f.severity,
                                  title=f.title) for f in findings}

@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from aiaudit import plugins, ruleset
-from aiaudit.host import Host
-from aiaudit.runner import ScanOptions, scan
+from aiaudit.core import plugins, ruleset
+from aiaudit.core.host import Host
+from aiaudit.core.runner import ScanOptions, scan
 from tests.helpers import ROOTS
 
 CASES = sorted(p.parent for p in ROOTS.glob("*/expected.yaml"))

@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from aiaudit import cli as cli_mod
-from aiaudit import plugins
 from aiaudit.api import ReporterSpec
+from aiaudit.core import plugins
 from tests.helpers import FIXTURES, cli
 from tests.modes_support import scripted  # noqa: F401  (fixture)
 
@@ -458,7 +458,8 @@ def test_a_reporter_that_overruns_the_deadline_is_stopped(tmp_path: Path, monkey
 WATCHDOG = """
 import signal, sys
 from dataclasses import replace
-from aiaudit import cli, plugins
+from aiaudit import cli
+from aiaudit.core import plugins
 from aiaudit.api import ReporterSpec
 
 def stuck(run, options):

@@ -21,18 +21,19 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from aiaudit import plugins
 from aiaudit.api import CheckSpec, ReporterSpec, Result, Status, hookimpl
-from aiaudit.errors import ParseError, UsageError
-from aiaudit.host import Host
-from aiaudit.model import RuleInfo, Severity
-from aiaudit.parsers import elfmodinfo, to_int
-from aiaudit.parsers.sysctl import fnmatch_fast
-from aiaudit.ruleset import Rule, Ruleset
-from aiaudit.runner import ScanOptions, scan
+from aiaudit.core import plugins
+from aiaudit.core.errors import ParseError, UsageError
+from aiaudit.core.host import Host
+from aiaudit.core.model import RuleInfo, Severity
+from aiaudit.core.parsing import to_int
+from aiaudit.core.ruleset import Rule, Ruleset
+from aiaudit.core.runner import ScanOptions, scan
+from aiaudit.linux.kmod import modinfo as elfmodinfo
+from aiaudit.linux.sysctl.conf import fnmatch_fast
 from tests.helpers import FIXTURES
 from tests.hostile_trees import RSS_BOUND_MB, TREES, child_scan
-from tests.parsers.test_elfmodinfo import make_ko
+from tests.linux.kmod.test_modinfo import make_ko
 
 HOSTILE_DIST = FIXTURES / "plugins" / "hostile"
 HOSTILE_RULESET = FIXTURES / "plugins" / "hostile.yaml"

@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from aiaudit import plugins, ruleset
-from aiaudit.host import Host
-from aiaudit.model import Status
-from aiaudit.predicates import Predicate
-from aiaudit.runner import ScanOptions, scan
+from aiaudit.core import plugins, ruleset
+from aiaudit.core.host import Host
+from aiaudit.core.model import Status
+from aiaudit.core.ruleset.predicates import Predicate
+from aiaudit.core.runner import ScanOptions, scan
 from tests.checks import sysctl_oracle as oracle
 from tests.helpers import build_root
 
@@ -130,7 +130,7 @@ def _sysctl_parts(rs: ruleset.Ruleset) -> list[tuple[str, dict[str, Any]]]:
     for r in rs.rules:
         if r.check.id == "kernel.sysctl":
             out.append((r.id, dict(r.params)))
-    from aiaudit import composite
+    from aiaudit.core.ruleset import composite
 
     raw = ruleset._load_doc("linux-hardening", REG, None, True).doc.data
     for rule in raw["rules"]:

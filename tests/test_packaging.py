@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from aiaudit import plugins, ruleset
 from aiaudit.api import CheckSpec, hookimpl
-from aiaudit.errors import UsageError
-from aiaudit.host import Host
-from aiaudit.runner import ScanOptions, scan
+from aiaudit.core import plugins, ruleset
+from aiaudit.core.errors import UsageError
+from aiaudit.core.host import Host
+from aiaudit.core.runner import ScanOptions, scan
 from tests.helpers import FIXTURES
 
 PROJECT = Path(__file__).resolve().parent.parent
@@ -69,12 +69,18 @@ def installed(tmp_path_factory: pytest.TempPathFactory):
 def test_wheel_contents(installed) -> None:
     _, wheel, _, _ = installed
     names = set(zipfile.ZipFile(wheel).namelist())
-    for want in ("aiaudit/checks/sysctl.py", "aiaudit/rulesets/dl-training.yaml",
+    for want in ("aiaudit/rulesets/dl-training.yaml", "aiaudit/py.typed",
                  "aiaudit/schemas/report.schema.json", "aiaudit/schemas/ruleset.schema.json",
-                 "aiaudit/parsers/sysctl.py", "aiaudit/reporters/json.py",
                  "aiaudit/checks/data/network_services.yaml",
                  "aiaudit/checks/data/network_services.json"):
         assert want in names, want
+    # every module of the source tree is in the wheel (a package missing from
+    # pyproject.toml's list would be left out silently)
+    sources = {str(f.relative_to(PROJECT)) for f in (PROJECT / "aiaudit").rglob("*.py")}
+    sources |= {"aiaudit/" + str(f.relative_to(PROJECT))
+                for f in (PROJECT / "checks").rglob("*.py")}
+    missing = sorted(s for s in sources if "__pycache__" not in s and s not in names)
+    assert not missing, missing
     assert not any(n.startswith(("checks/", "tests/", "rulesets/", "schemas/")) for n in names)
     entry = next(n for n in names if n.endswith("entry_points.txt"))
     assert "aiaudit = aiaudit.cli:run" in zipfile.ZipFile(wheel).read(entry).decode()

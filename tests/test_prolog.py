@@ -31,7 +31,7 @@ PROLOG = REPO / "examples" / "slurm" / "prolog.sh"
 def test_reason_line_names_worst_failure_and_count() -> None:
     from dataclasses import replace
 
-    from aiaudit.model import Severity
+    from aiaudit.core.model import Severity
 
     low = finding("LOW-RULE", "fail", severity="low")
     crit = finding("MEMLOCK-SOFT", "fail", "alice", severity="critical")
@@ -52,7 +52,7 @@ def test_reason_line_names_worst_failure_and_count() -> None:
 def test_reason_line_is_one_bounded_line() -> None:
     from dataclasses import replace
 
-    from aiaudit.model import Severity
+    from aiaudit.core.model import Severity
 
     f = finding("R", "fail")
     f = replace(f, result=replace(f.result, message="x\ny " * 400))
@@ -366,7 +366,7 @@ def test_reason_line_escapes_control_characters() -> None:
     the journal, nor fake a second ``aiaudit: `` line for the prolog script."""
     from dataclasses import replace
 
-    from aiaudit.model import Severity
+    from aiaudit.core.model import Severity
 
     f = finding("R", "fail", "eth0\x1b]0;owned\x07")
     f = replace(f, result=replace(f.result, message="bad\raiaudit: PASS all\x1b[2J"))

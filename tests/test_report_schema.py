@@ -8,12 +8,12 @@ import json
 import jsonschema
 import pytest
 
-from aiaudit import plugins, ruleset
-from aiaudit.host import Host
-from aiaudit.model import Status, Waiver
+from aiaudit.core import plugins, ruleset
+from aiaudit.core.host import Host
+from aiaudit.core.model import Status, Waiver
+from aiaudit.core.runner import ScanOptions, scan
+from aiaudit.core.serialize import run_dict, run_from_dict
 from aiaudit.reporters.json import render
-from aiaudit.runner import ScanOptions, scan
-from aiaudit.serialize import run_dict, run_from_dict
 from tests.helpers import FIXTURES, ROOTS
 
 REGISTRY = plugins.registry()

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from aiaudit import plugins, ruleset
+from aiaudit.core import plugins, ruleset
 from tests.helpers import ROOTS, cli
 
 PROLOG = ["scan", "--prolog", "--ruleset", "slurm-preflight", "--fail-on", "high"]

@@ -25,26 +25,27 @@ NOT_FOR_A_SCAN = {
     "platform": "via uuid",
     "pkgutil": "only to list every built-in plugin module",
     "tempfile": "only for --state",
-    "aiaudit.waivers": "only with --waivers",
-    "aiaudit.changes": "only with --changes-since / --state",
+    "aiaudit.core.waivers": "only with --waivers",
+    "aiaudit.modes.changes": "only with --changes-since / --state",
     "xml": "JUnit output only",
     "yaml": "shipped rulesets and the service table load from JSON twins",
     "sqlite3": "only where an rpm database exists (this tree has none)",
     "datetime": "timestamps come from time.gmtime; sqlite3 would import it",
-    "aiaudit.parsers.ufw": "only where ufw is installed",
-    "aiaudit.parsers.firewalld": "only where firewalld is enabled",
-    "aiaudit.parsers.rpmheader": "only where an rpm database exists",
-    "aiaudit.parsers.jsonconf": "only where Docker is installed",
-    "aiaudit.parsers.tomlconf": "only where the NVIDIA Container Toolkit is installed",
-    "aiaudit.parsers.apptainer": "only where Apptainer is configured",
-    "aiaudit.edits": "only for the fix of a failing swap, /dev/shm or sshd rule",
+    "aiaudit.linux.netfilter.ufw": "only where ufw is installed",
+    "aiaudit.linux.netfilter.firewalld": "only where firewalld is enabled",
+    "aiaudit.linux.packages.rpm": "only where an rpm database exists",
+    "aiaudit.linux.containers.jsonconf": "only where Docker is installed",
+    "aiaudit.linux.containers.tomlconf": "only where the NVIDIA Container Toolkit is installed",
+    "aiaudit.linux.containers.apptainer": "only where Apptainer is configured",
+    "aiaudit.core.edits": "only for the fix of a failing swap, /dev/shm or sshd rule",
 }
 
 NOT_FOR_A_PROLOG = {
-    "aiaudit.boot": "the boot configuration: only the THP rules and cpufreq hosts read it",
-    "aiaudit.tuned": "likewise",
-    "aiaudit.parsers.bootcmdline": "likewise",
-    "aiaudit.edits": "a passing prolog writes no fix",
+    "aiaudit.linux.boot.cmdline":
+        "the boot configuration: only the THP rules and cpufreq hosts read it",
+    "aiaudit.linux.tuned.profiles": "likewise",
+    "aiaudit.linux.boot.loaders": "likewise",
+    "aiaudit.core.edits": "a passing prolog writes no fix",
 }
 
 SCAN = """

@@ -13,10 +13,10 @@ from array import array
 from collections import defaultdict
 from typing import Iterable
 
+from aiaudit.core.records import record
 from aiaudit.fleet import drift, identity
 from aiaudit.fleet.extract import STATUSES, Group, NodeReport
 from aiaudit.fleet.model import Column, Fleet, GroupView, RuleRow
-from aiaudit.records import record
 
 WORST_FIRST: tuple[str, ...] = ("fail", "error", "waived", "pass", "skip")
 """How a node's results for one rule make its status for the rule: the worst wins."""

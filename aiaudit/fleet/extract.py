@@ -21,8 +21,8 @@ from __future__ import annotations
 import json
 from typing import Any, Iterator, Mapping
 
+from aiaudit.core.records import record
 from aiaudit.fleet.hostlist import HOSTNAME
-from aiaudit.records import record
 
 STATUSES: tuple[str, ...] = ("pass", "fail", "error", "skip", "waived")
 SEVERITIES: tuple[str, ...] = ("info", "low", "medium", "high", "critical")

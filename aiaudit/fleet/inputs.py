@@ -25,8 +25,8 @@ import stat
 import sys
 from typing import IO, Iterable, Iterator
 
+from aiaudit.core.records import record
 from aiaudit.fleet import skim
-from aiaudit.records import record
 
 MAX_DOCUMENT = 64 * 1024 * 1024
 """Largest single document (report or event) accepted: a full report is ~150 KB."""

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from aiaudit.core.records import record
 from aiaudit.fleet.extract import Group
-from aiaudit.records import record
 
 
 @record

@@ -12,10 +12,10 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 
-from aiaudit.errors import UsageError
+from aiaudit.core.errors import UsageError
+from aiaudit.core.inputs import read_input
 from aiaudit.fleet.hostlist import HostlistError, expand
 from aiaudit.fleet.model import Fleet, NodeChange, Since
-from aiaudit.inputs import read_input
 
 MAX_BYTES = 256 * 1024 * 1024
 
@@ -62,7 +62,7 @@ def load_previous(path: str) -> tuple[dict[str, set[str]], set[str]]:
 def _validate(data: object, path: str) -> None:
     import jsonschema
 
-    from aiaudit.ruleset import schema
+    from aiaudit.core.ruleset import schema
 
     doc = schema("fleet.schema.json")
     validator = jsonschema.validators.validator_for(doc)(doc)

@@ -21,9 +21,10 @@ import json
 from typing import Any, Mapping
 
 from aiaudit.api import ReporterSpec, RunResult, hookimpl
-from aiaudit.model import Finding
-from aiaudit.reporters._common import fingerprint, sorted_findings, text_safe
-from aiaudit.serialize import evidence_dict, waiver_dict
+from aiaudit.core.escape import text_safe
+from aiaudit.core.model import Finding, sorted_findings
+from aiaudit.core.serialize import evidence_dict, waiver_dict
+from aiaudit.reporters._common import fingerprint
 
 EVENT_SCHEMA = "aiaudit.event/1"
 

@@ -26,18 +26,15 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from aiaudit.api import ReporterSpec, RunResult, hookimpl
-from aiaudit.model import Finding, Severity, Status
+from aiaudit.core.escape import html_safe
+from aiaudit.core.model import Finding, Severity, Status, sorted_findings
+from aiaudit.remediate.grouping import FixGroup, fix_groups, heredoc
 from aiaudit.reporters._common import (
-    FixGroup,
     evidence_text,
-    fix_groups,
-    heredoc,
-    html_safe,
     no_user_skips,
     plain_expected,
     plural,
     safe_id,
-    sorted_findings,
     verdict,
     whole_scan_counts,
 )

@@ -12,7 +12,7 @@ import json
 from typing import Any, Mapping
 
 from aiaudit.api import ReporterSpec, RunResult, hookimpl
-from aiaudit.serialize import run_dict
+from aiaudit.core.serialize import run_dict
 
 
 def render(run: RunResult, options: Mapping[str, Any]) -> str:

@@ -3,7 +3,7 @@
 One ``testsuite`` per run, named ``aiaudit.<ruleset>.<name>``; each result is a
 ``testcase`` with ``classname`` ``aiaudit.<ruleset>.<name>`` and name ``RULE-ID[subject]``.
 The name is the image *name* for an offline scan of a golden image and the hostname
-otherwise (:func:`aiaudit.identity.scan_name`): the same for every build of an image (its
+otherwise (:func:`aiaudit.core.identity.scan_name`): the same for every build of an image (its
 version and build are suite properties), and distinct for two hosts built from one image,
 so CI test history follows each host and image.  Subjects carry no line numbers, so a moved
 line does not rename a test.  ``time`` is the rule's duration, shared evenly by the rule's
@@ -25,14 +25,9 @@ if TYPE_CHECKING:
 from typing import Any, Mapping
 
 from aiaudit.api import ReporterSpec, RunResult, hookimpl
-from aiaudit.model import Finding, Status
-from aiaudit.reporters._common import (
-    host_label,
-    remediation_text,
-    safe_id,
-    sorted_findings,
-    xml_safe,
-)
+from aiaudit.core.escape import xml_safe
+from aiaudit.core.model import Finding, Status, sorted_findings
+from aiaudit.reporters._common import host_label, remediation_text, safe_id
 
 # Attributes that junit-xml writes but junit-10.xsd does not declare.
 _UNDECLARED = ("disabled", "assertions", "status", "class", "file", "line", "log", "url")

@@ -28,8 +28,9 @@ from datetime import datetime
 from typing import Any, Mapping
 
 from aiaudit.api import ReporterSpec, RunResult, hookimpl
-from aiaudit.model import Severity, Status
-from aiaudit.reporters._common import host_label, sorted_findings, text_safe
+from aiaudit.core.escape import text_safe
+from aiaudit.core.model import Severity, Status, sorted_findings
+from aiaudit.reporters._common import host_label
 
 
 def escape_label(value: object) -> str:

@@ -4,7 +4,7 @@ Identity (what keeps one alert one alert across runs):
 
 - ``runAutomationDetails.id``, the code-scanning category, is ``aiaudit/<ruleset>/<name>/``
   where the name is the image *name* for an offline scan of a golden image and the hostname
-  otherwise (:func:`aiaudit.identity.scan_name`): never the image version or build, which go
+  otherwise (:func:`aiaudit.core.identity.scan_name`): never the image version or build, which go
   in ``run.properties.host``.  ``--sarif-category TEXT`` replaces it; GitHub's upload-sarif
   ``category:`` input cannot, because the file already has an id.
 - ``partialFingerprints`` hash rule, scan name and subject (plus the occurrence when one rule
@@ -47,15 +47,9 @@ from typing import Any, Mapping
 from urllib.parse import quote
 
 from aiaudit.api import ReporterSpec, RunResult, hookimpl
-from aiaudit.model import Evidence, Finding, RuleInfo, Severity, Status
-from aiaudit.reporters._common import (
-    fingerprint,
-    host_label,
-    remediation_text,
-    safe_id,
-    sorted_findings,
-    text_safe,
-)
+from aiaudit.core.escape import text_safe
+from aiaudit.core.model import Evidence, Finding, RuleInfo, Severity, Status, sorted_findings
+from aiaudit.reporters._common import fingerprint, host_label, remediation_text, safe_id
 
 SCHEMA_URI = ("https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/"
               "sarif-schema-2.1.0.json")

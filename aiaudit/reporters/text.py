@@ -28,19 +28,16 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from aiaudit.api import ReporterSpec, RunResult, hookimpl
-from aiaudit.model import Finding, Severity, Status
-from aiaudit.records import record
+from aiaudit.core.escape import human_safe
+from aiaudit.core.model import Finding, Severity, Status, sorted_findings
+from aiaudit.core.records import record
+from aiaudit.remediate.grouping import FixGroup, fix_groups, heredoc
 from aiaudit.reporters._common import (
-    FixGroup,
     evidence_text,
-    fix_groups,
-    heredoc,
-    human_safe,
     no_user_skips,
     no_user_skips_of,
     plain_expected,
     plural,
-    sorted_findings,
     verdict,
     whole_scan_counts,
 )

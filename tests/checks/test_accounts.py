@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from aiaudit.model import Status
+from aiaudit.core.model import Status
 from tests.helpers import build_root, run_check
 
 PASSWD = "root:x:0:0::/root:/bin/sh\ntrainer:x:1001:1001::/tmp:/bin/sh\n"

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from aiaudit.host import Host
-from aiaudit.model import Aspect, Status
-from aiaudit.parsers import udev as up
+from aiaudit.core.host import Host
+from aiaudit.core.model import Aspect, Status
+from aiaudit.linux.udev import rules as up
 from tests.checks.tuning_trees import TUNED_ENABLED, TUNED_LINK, disk
 from tests.helpers import run_check
 
@@ -199,7 +199,7 @@ ORACLE_RULES = {
 def test_udev_rule_evaluation_matches_udevadm(tmp_path: Path) -> None:
     """Run ``udevadm test`` in a private mount namespace with our rules directories bound
     over the system's, and compare the ``ATTR`` writes it performs (file:line, in order) with
-    :func:`aiaudit.parsers.udev.attr_writes`.  Every rule writes the attribute's current
+    :func:`aiaudit.linux.udev.rules.attr_writes`.  Every rule writes the attribute's current
     value, so the test changes nothing on the machine."""
     need = [shutil.which(p) for p in ("udevadm", "unshare", "mount")]
     dev = _real_disk()
@@ -236,7 +236,7 @@ def test_udev_rule_evaluation_matches_udevadm(tmp_path: Path) -> None:
     root = tmp_path / "root"
     for kind, sub in (("etc", "etc/udev/rules.d"), ("lib", "usr/lib/udev/rules.d")):
         shutil.copytree(dirs[kind], root / sub, symlinks=True)
-    from aiaudit import udev
+    from aiaudit.linux.udev import files as udev
 
     host = Host(str(root), live=False)
     rules = udev.load(host).rules

@@ -8,7 +8,7 @@ import stat
 
 import pytest
 
-from aiaudit.model import Status
+from aiaudit.core.model import Status
 from tests.helpers import run_check
 
 DOCKER = {"/usr/bin/dockerd": "\x7fELF",

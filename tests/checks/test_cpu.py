@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from aiaudit import tuned
-from aiaudit.host import Host
-from aiaudit.model import Aspect, Status
+from aiaudit.core.host import Host
+from aiaudit.core.model import Aspect, Status
+from aiaudit.linux.tuned import profiles as tuned
 from tests.checks.tuning_trees import CPU, TUNED_ENABLED, TUNED_LINK, cpufreq
 from tests.helpers import run_check
 

@@ -1,4 +1,4 @@
-"""cpu.cstates and the boot command line resolver (aiaudit.boot)."""
+"""cpu.cstates and the boot command line resolver (aiaudit.linux.boot.cmdline)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import time
 
 import pytest
 
-from aiaudit import boot
-from aiaudit.host import Host
-from aiaudit.model import Aspect, Status
+from aiaudit.core.host import Host
+from aiaudit.core.model import Aspect, Status
+from aiaudit.linux.boot import cmdline as boot
 from tests.checks.tuning_trees import CPU, GRUB_CFG, TUNED_ENABLED, TUNED_LINK, cpuidle
 from tests.helpers import run_check
 
@@ -141,7 +141,7 @@ def test_512_cpus_10_states_reads_each_file_once(make_root) -> None:
                       "/proc/cmdline": "ro\n", "/etc/kernel/cmdline": "idle=poll\n"})
     host = Host(str(root), live=True)
     from aiaudit.api import CheckContext
-    from aiaudit.plugins import registry
+    from aiaudit.core.plugins import registry
 
     spec = registry().checks["cpu.cstates"]
     t0 = time.perf_counter()
@@ -159,7 +159,7 @@ def test_512_cpus_10_states_reads_each_file_once(make_root) -> None:
 def _reads_of(host: Host, check: str = "cpu.cstates"):
     """Run ``check`` on ``host`` and return (result, files opened under cpuN/)."""
     from aiaudit.api import CheckContext
-    from aiaudit.plugins import registry
+    from aiaudit.core.plugins import registry
 
     opened: list[str] = []
     orig = host._read_regular

@@ -13,8 +13,8 @@ from aiaudit.checks.files import SCHEMA
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aiaudit.linematch import PatternError, compile_pattern
-from aiaudit.model import Status
+from aiaudit.core.model import Status
+from aiaudit.core.ruleset.linematch import PatternError, compile_pattern
 from tests.helpers import run_check
 
 PASSWD = "root:x:0:0::/root:/bin/sh\nalice:x:1000:1000::/home/a:/bin/sh\n"

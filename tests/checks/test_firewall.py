@@ -10,9 +10,9 @@ import sys
 
 import pytest
 
-from aiaudit.errors import CommandError
-from aiaudit.host import CommandResult, Host
-from aiaudit.model import Status
+from aiaudit.core.errors import CommandError
+from aiaudit.core.host import CommandResult, Host
+from aiaudit.core.model import Status
 from tests.helpers import FIXTURES, run_check
 from tests.netns import netns, require, run_in
 
@@ -346,9 +346,9 @@ class FakeCommands(Host):
 
 
 def run_fake(host: Host, check: str, params: dict | None = None) -> dict:
-    from aiaudit import plugins
     from aiaudit.api import CheckContext
-    from aiaudit.ruleset import _with_defaults
+    from aiaudit.core import plugins
+    from aiaudit.core.ruleset import _with_defaults
 
     spec = plugins.registry().checks[check]
     ctx = CheckContext(host=host, params=_with_defaults(dict(params or {}),
@@ -484,7 +484,7 @@ def test_rhel_iptables_services(make_root) -> None:
 
 # ------------------------------------------------------------------ evidence when nothing loads
 def test_nothing_installed_says_where_each_mechanism_was_looked_for(make_root) -> None:
-    from aiaudit.systemd import UNIT_DIRS
+    from aiaudit.linux.systemd.units import UNIT_DIRS
 
     root = make_root({"/etc/os-release": "ID=debian\n"})
     for check in ("firewall.default_deny", "firewall.allowed_ports"):

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from aiaudit import host as host_mod
 from aiaudit.api import CheckContext
-from aiaudit.host import Host
-from aiaudit.model import Aspect, Status
+from aiaudit.core import host as host_mod
+from aiaudit.core.host import Host
+from aiaudit.core.model import Aspect, Status
 from tests.helpers import ROOTS, run_check
-from tests.parsers.test_elfmodinfo import make_ko
+from tests.linux.kmod.test_modinfo import make_ko
 
 ML = "/usr/lib/x86_64-linux-gnu"
 LDCONF = {"/etc/ld.so.conf": "include /etc/ld.so.conf.d/*.conf\n",
@@ -320,8 +320,8 @@ def _fake_smi(tmp_path: Path, monkeypatch, body: str) -> None:
 
 
 def _live_persistence(params: dict | None = None):
-    from aiaudit import plugins
-    from aiaudit.ruleset import _with_defaults
+    from aiaudit.core import plugins
+    from aiaudit.core.ruleset import _with_defaults
 
     spec = plugins.registry().checks["gpu.persistence"]
     ctx = CheckContext(host=Host("/"), params=_with_defaults(dict(params or {}),
@@ -393,7 +393,7 @@ def test_count(make_root) -> None:
 def _rpmdb(tmp_path: Path, packages: list[tuple[str, str, str, int | None]]) -> bytes:
     import sqlite3
 
-    from tests.parsers.test_rpmheader import make_header
+    from tests.linux.packages.test_rpm import make_header
 
     path = tmp_path / "rpmdb.sqlite"
     conn = sqlite3.connect(path)
@@ -481,7 +481,7 @@ def test_conda_in_home_directories(make_root) -> None:
 # ------------------------------------------------------------------ evidence when nothing decides
 def test_match_no_module_names_the_libraries_and_where_modules_were_looked_for(make_root
                                                                               ) -> None:
-    from aiaudit.checks._gpu_stack import MODULE_BASES, MODULE_DIRS
+    from aiaudit.linux.gpu.stack import MODULE_BASES, MODULE_DIRS
 
     root = stack(make_root, module=None, lib="550.54.15",
                  files={"/lib/modules/6.1.0-18-amd64/modules.dep": ""})
@@ -509,7 +509,7 @@ def test_match_package_only_points_at_the_package_database(make_root) -> None:
 
 
 def test_persistence_not_installed_says_where_the_unit_was_looked_for(make_root) -> None:
-    from aiaudit.systemd import UNIT_DIRS
+    from aiaudit.linux.systemd.units import UNIT_DIRS
 
     [r] = run_check("gpu.persistence", stack(make_root))
     assert r.status is Status.FAIL and "is not installed" in r.message

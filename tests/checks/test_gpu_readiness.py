@@ -12,11 +12,11 @@ import pytest
 from aiaudit.checks import gpu_readiness as gr
 
 from aiaudit.api import CheckContext
-from aiaudit.host import CommandResult, Host
-from aiaudit.model import Aspect, Status
-from aiaudit.parsers import nvsmi
+from aiaudit.core.host import CommandResult, Host
+from aiaudit.core.model import Aspect, Status
+from aiaudit.linux.gpu import nvsmi
 from tests.helpers import run_check
-from tests.parsers.test_elfmodinfo import make_ko
+from tests.linux.kmod.test_modinfo import make_ko
 
 PROC = "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.161.08  Tue Mar  5 2024\n"
 DEV = "/sys/devices/pci0000:00"
@@ -470,8 +470,8 @@ class _SmiHost(Host):
     ("throttle", [Status.PASS, Status.FAIL]),
 ])
 def test_smi_health(make_root, prop, want) -> None:
-    from aiaudit.plugins import registry
-    from aiaudit.ruleset import _with_defaults
+    from aiaudit.core.plugins import registry
+    from aiaudit.core.ruleset import _with_defaults
 
     files, links = gpu_host()
     host = _SmiHost(str(make_root(files, links)), SMI)
@@ -492,8 +492,8 @@ def test_smi_never_runs_for_a_scanned_root(make_root) -> None:
 
 
 def test_smi_failure_is_an_error(make_root) -> None:
-    from aiaudit.plugins import registry
-    from aiaudit.ruleset import _with_defaults
+    from aiaudit.core.plugins import registry
+    from aiaudit.core.ruleset import _with_defaults
 
     files, links = gpu_host()
     host = _SmiHost(str(make_root(files, links)), "NVIDIA-SMI has failed", rc=9)

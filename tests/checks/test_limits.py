@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aiaudit.model import Status
+from aiaudit.core.model import Status
 from tests.helpers import run_check
 
 DPKG = ("Package: libpam-modules\nStatus: install ok installed\n"
@@ -201,8 +201,8 @@ def test_dangling_limits_d_link_refuses_logins(make_root) -> None:
 
 
 def test_unreadable_limits_d_file_as_host_error(make_root, monkeypatch) -> None:
-    from aiaudit.errors import HostError
-    from aiaudit.host import Host
+    from aiaudit.core.errors import HostError
+    from aiaudit.core.host import Host
 
     rt = root(make_root, DEBIAN, **{"/etc/security/limits.d/50-x.conf": GOOD})
     real = Host.read_bytes
@@ -376,7 +376,7 @@ def test_clamped_soft_names_the_hard_line(make_root) -> None:
 def test_unknown_pam_version_assumption_is_stated_and_applied(make_root) -> None:
     from aiaudit.checks.limits import pam_build
 
-    from aiaudit.host import Host
+    from aiaudit.core.host import Host
 
     base = {k: v for k, v in DEBIAN.items()
             if k not in ("/var/lib/dpkg/status", "/etc/security/limits.conf")}

@@ -15,7 +15,7 @@ import jsonschema
 import pytest
 from aiaudit.checks.limits_conf import SCHEMA
 
-from aiaudit.model import Status
+from aiaudit.core.model import Status
 from tests.checks.test_limits_oracle import _cap_sys_resource
 from tests.helpers import run_check
 

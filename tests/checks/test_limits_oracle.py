@@ -125,8 +125,8 @@ def test_clamped_soft_names_the_hard_line(tmp_path: Path) -> None:
     real = _run_driver(cases)
     from aiaudit.checks import limits as lc
 
-    from aiaudit.host import Host
-    from aiaudit.parsers import limits as lp
+    from aiaudit.core.host import Host
+    from aiaudit.linux.pam_limits import conf as lp
 
     for case, got, (_text, item, soft_ln, hard_ln) in zip(cases, real, CLAMP_CASES,
                                                            strict=True):

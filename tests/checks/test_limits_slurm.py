@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from aiaudit.model import Status
+from aiaudit.core.model import Status
 from tests.checks.test_limits import DEBIAN
 from tests.helpers import run_check
 
@@ -148,12 +148,12 @@ def test_live_reads_the_running_slurmds_conf(make_root, cmdline, environ) -> Non
 ])
 def test_conf_order_matches_real_slurmd(tmp_path, argv, env, want) -> None:
     """The real slurmd names the file it tries to read when it is missing: the same one
-    :func:`aiaudit.slurmd.flag_value` / ``SLURM_CONF`` choose."""
+    :func:`aiaudit.linux.slurm.slurmd.flag_value` / ``SLURM_CONF`` choose."""
     import os
     import shutil
     import subprocess
 
-    from aiaudit import slurmd
+    from aiaudit.linux.slurm import slurmd
 
     exe = shutil.which("slurmd") or "/usr/sbin/slurmd"
     if not os.access(exe, os.X_OK):

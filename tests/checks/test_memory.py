@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aiaudit.model import Aspect, Status
+from aiaudit.core.model import Aspect, Status
 from tests.checks.tuning_trees import GRUB_CFG, TUNED_ENABLED, TUNED_LINK
 from tests.helpers import run_check
 
@@ -116,7 +116,7 @@ def test_zram_generator_masked_by_empty_etc_config(make_root) -> None:
 
 def test_fstab_remediation_edits_fstab_in_place(make_root) -> None:
     """The remediation edits /etc/fstab in place (an edit snippet, also under ROOT=)."""
-    from aiaudit import edits
+    from aiaudit.core import edits
 
     text = ("UUID=1 / ext4 defaults 0 1\ntmpfs /dev/shm tmpfs size=64m 0 0\n"
             "# tmpfs /dev/shm tmpfs x 0 0\n/swapfile none swap sw 0 0\n")

@@ -8,9 +8,9 @@ import socket
 
 import pytest
 
-from aiaudit.model import Status
+from aiaudit.core.model import Status
 from tests.helpers import run_check
-from tests.parsers.test_procnet import HEADER, row
+from tests.linux.network.test_procnet import HEADER, row
 
 
 def proc(tcp: str = "", tcp6: str = "", udp: str = "", udp6: str = "",
@@ -167,20 +167,20 @@ def test_service_table_is_well_formed() -> None:
 
 
 def test_service_table_twin_in_sync() -> None:
-    """Run `python -m aiaudit.builtin_rulesets checks/data` after editing
+    """Run `python -m aiaudit.core.ruleset.builtin checks/data` after editing
     checks/data/network_services.yaml: the scan reads the JSON twin (no PyYAML import)."""
     import json
     from pathlib import Path
 
     import yaml
 
-    from aiaudit.builtin_rulesets import fingerprint
+    from aiaudit.core.ruleset.builtin import fingerprint
 
     data = Path(__file__).resolve().parents[2] / "checks" / "data"
     raw = (data / "network_services.yaml").read_bytes()
     doc = json.loads((data / "network_services.json").read_text())
     assert doc["source_crc32"] == fingerprint(raw), "stale: run python -m " \
-        "aiaudit.builtin_rulesets checks/data"
+        "aiaudit.core.ruleset.builtin checks/data"
     assert doc["data"] == yaml.safe_load(raw)
 
 
@@ -188,7 +188,7 @@ def test_service_table_stale_twin_falls_back_to_yaml(monkeypatch) -> None:
     import yaml
     from aiaudit.checks import network
 
-    from aiaudit import resources
+    from aiaudit.core import resources
 
     fresh = network.load_services()
     orig_read, orig_load = resources.read_text, yaml.load
@@ -210,9 +210,9 @@ def test_service_table_stale_twin_falls_back_to_yaml(monkeypatch) -> None:
 
 
 def test_one_proc_walk_per_scan(make_root) -> None:
-    from aiaudit import plugins, ruleset
-    from aiaudit.host import Host
-    from aiaudit.runner import ScanOptions, scan
+    from aiaudit.core import plugins, ruleset
+    from aiaudit.core.host import Host
+    from aiaudit.core.runner import ScanOptions, scan
 
     class Counting(Host):
         walks = 0
@@ -239,7 +239,7 @@ class _CountingHost:
 
     @staticmethod
     def make(root):
-        from aiaudit.host import Host
+        from aiaudit.core.host import Host
 
         class Counting(Host):
             def __init__(self, *a, **kw) -> None:
@@ -282,7 +282,7 @@ def test_owner_walk_stops_once_every_socket_is_owned(make_root) -> None:
 
 def test_listening_rule_walks_proc_only_for_an_unexpected_listener(make_root) -> None:
     from aiaudit.api import CheckContext
-    from aiaudit.plugins import registry
+    from aiaudit.core.plugins import registry
 
     files, links = proc(tcp=row("0.0.0.0", 22, 0x0A, 1),
                         procs={5: ("sshd", "sshd -D", {3: 1})})

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from aiaudit import plugins, ruleset
-from aiaudit.host import Host
-from aiaudit.runner import ScanOptions, scan
+from aiaudit.core import plugins, ruleset
+from aiaudit.core.host import Host
+from aiaudit.core.runner import ScanOptions, scan
 
 FILES = [
     "etc/sudoers", "etc/sudoers.d/x", "etc/docker/daemon.json",

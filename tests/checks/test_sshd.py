@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from aiaudit.host import Host
-from aiaudit.model import Status
+from aiaudit.core.host import Host
+from aiaudit.core.model import Status
 from tests.helpers import run_check
-from tests.parsers.sshd_corpus import require_sshd
+from tests.linux.sshd.sshd_corpus import require_sshd
 
 CHECK = "ssh.sshd_option"
 MAIN = "/etc/ssh/sshd_config"
@@ -187,8 +187,8 @@ def test_passes_computed_once_per_run_for_all_rules(make_root, monkeypatch) -> N
     from aiaudit.checks import sshd as ch
 
     from aiaudit.api import CheckContext
-    from aiaudit.parsers import sshd as sp
-    from aiaudit.plugins import registry
+    from aiaudit.core.plugins import registry
+    from aiaudit.linux.sshd import config as sp
 
     root = make_root({MAIN: DEBIAN_TOP + "Match User a\n  X11Forwarding no\n"
                             "Match User b\n  PermitRootLogin yes\n"
@@ -225,7 +225,7 @@ def test_passes_computed_once_per_run_for_all_rules(make_root, monkeypatch) -> N
 
 def test_refused_block_pass_is_an_error_for_every_rule(make_root) -> None:
     from aiaudit.api import CheckContext
-    from aiaudit.plugins import registry
+    from aiaudit.core.plugins import registry
 
     # fatal for connections matching the block, fine at start-up (as in the test below)
     root = make_root({MAIN: "PasswordAuthentication no\nMatch User alice\n"

@@ -8,11 +8,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from aiaudit.checks import _sshd_deprecated as dep
 
-from aiaudit.model import Status
+from aiaudit.core.model import Status
+from aiaudit.linux.sshd import deprecated as dep
 from tests.helpers import run_check
-from tests.parsers.sshd_corpus import SSHD, require_sshd
+from tests.linux.sshd.sshd_corpus import SSHD, require_sshd
 
 MAIN = "/etc/ssh/sshd_config"
 

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from aiaudit.checks.sysctl import DROPIN, Resolved, dropin_path, load_config, resolved
 
-from aiaudit.host import Host
-from aiaudit.model import Aspect, Status
-from aiaudit.parsers import sysctl as sp
+from aiaudit.core.host import Host
+from aiaudit.core.model import Aspect, Status
+from aiaudit.linux.sysctl import conf as sp
 from tests.checks import sysctl_oracle as so
 from tests.helpers import run_check
 
@@ -497,7 +497,7 @@ def test_fifo_in_sysctl_d_is_ignored_like_systemd(make_root) -> None:
 
 def test_config_parsed_once_per_run(make_root) -> None:
     from aiaudit.api import CheckContext
-    from aiaudit.plugins import registry
+    from aiaudit.core.plugins import registry
 
     root = make_root({"/etc/sysctl.d/10.conf": "vm.swappiness = 5\nvm.dirty_ratio = 5\n"})
     host = Host(str(root), live=False)
@@ -543,7 +543,7 @@ def test_root_without_systemd_is_decided_by_procps(make_root) -> None:
 
 
 def test_sbin_init_decides_applier(make_root) -> None:
-    from aiaudit import sysctl_boot
+    from aiaudit.linux.sysctl import boot as sysctl_boot
 
     sysv = make_root({"/sbin/init": "", "/usr/lib/systemd/systemd": ""})
     assert sysctl_boot.applier(Host(str(sysv), live=False)).name == "procps"
@@ -671,7 +671,7 @@ def test_numa_balancing_on_this_kernel() -> None:
     import gzip
 
     text = gzip.decompress(open("/proc/config.gz", "rb").read()).decode()
-    from aiaudit import sysctl_boot
+    from aiaudit.linux.sysctl import boot as sysctl_boot
 
     kd = sysctl_boot.kernel_default(Host("/", live=True), "kernel/numa_balancing")
     assert kd is not None

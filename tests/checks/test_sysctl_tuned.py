@@ -5,7 +5,7 @@ files of /run/sysctl.d, /etc/sysctl.d and /etc/sysctl.conf, never /usr/lib or
 
 from __future__ import annotations
 
-from aiaudit.model import Aspect, Status
+from aiaudit.core.model import Aspect, Status
 from tests.helpers import run_check
 
 SWAP = {"key": "vm.swappiness", "op": "le", "value": 10, "kernel_default": 60}

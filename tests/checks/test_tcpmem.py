@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from aiaudit.checks import tcpmem
 
-from aiaudit.model import Aspect, Status
+from aiaudit.core.model import Aspect, Status
 from tests.helpers import run_check
 
 MEM = "MemTotal:       263921664 kB\n"  # 256 GiB: 65980416 pages of 4 KiB

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aiaudit.model import Aspect, Status
+from aiaudit.core.model import Aspect, Status
 from tests.helpers import run_check
 
 INIT = {"/usr/lib/systemd/systemd": "\x7fELF"}
@@ -43,7 +43,7 @@ def test_live(make_root) -> None:
 
 
 def test_offline_nothing_installed_names_the_search(make_root) -> None:
-    from aiaudit.systemd import UNIT_DIRS
+    from aiaudit.linux.systemd.units import UNIT_DIRS
 
     [r] = run_check("time.sync", make_root(INIT))
     assert r.status is Status.FAIL

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import yaml
 
-from aiaudit import plugins, ruleset
+from aiaudit.core import plugins, ruleset
 from tests.helpers import ROOTS
 
 CHECKS = ("block.", "cpu.", "memory.")

@@ -16,7 +16,7 @@ from aiaudit.checks.updates import version_key
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aiaudit.model import Status
+from aiaudit.core.model import Status
 from tests.helpers import run_check
 
 SEC = ("/var/lib/apt/lists/deb.debian.org_debian-security_dists_bookworm-security_main_"
@@ -195,7 +195,7 @@ def test_apt_conf_matches_apt_config(make_root, tmp_path, name: str) -> None:
     Dir::Etc::parts/main at the tree (apt-pkg pkgInitConfig reads parts, then main)."""
     from aiaudit.checks.updates import apt_config
 
-    from aiaudit.host import Host
+    from aiaudit.core.host import Host
 
     files = {("/etc/apt/apt.conf" if n == "@main" else f"/etc/apt/apt.conf.d/{n}"): t
              for n, t in APT_TREES[name].items()}

@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 from typing import Any, Mapping
 
+from aiaudit.core.serialize import run_dict, run_from_dict
 from aiaudit.reporters.events import events
-from aiaudit.serialize import run_dict, run_from_dict
 from tests.helpers import ROOTS
 
 BASE_ROOT = ROOTS / "gpu-matching-stack" / "root"
@@ -17,9 +17,9 @@ BASE_ROOT = ROOTS / "gpu-matching-stack" / "root"
 
 @functools.lru_cache(maxsize=1)
 def _base_json() -> str:
-    from aiaudit import plugins, ruleset
-    from aiaudit.host import Host
-    from aiaudit.runner import ScanOptions, scan
+    from aiaudit.core import plugins, ruleset
+    from aiaudit.core.host import Host
+    from aiaudit.core.runner import ScanOptions, scan
 
     rs = ruleset.load("dl-training", plugins.registry())
     run = scan(rs, Host(str(BASE_ROOT), live=False), ScanOptions())

@@ -12,7 +12,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from aiaudit.ruleset import schema
+from aiaudit.core.ruleset import schema
 from tests.fleet.reports import report, write
 from tests.helpers import cli
 

@@ -7,12 +7,12 @@ import json
 import jsonschema
 import pytest
 
+from aiaudit.core.ruleset import schema
 from aiaudit.fleet.aggregate import aggregate
 from aiaudit.fleet.extract import from_report
 from aiaudit.fleet.model import Fleet
 from aiaudit.fleet.render import RENDERERS
 from aiaudit.fleet.render.text import hostlist
-from aiaudit.ruleset import schema
 from tests.fleet.reports import report
 
 EMPTY = Fleet(groups=(), drift=(), facts=(), identity=(), problems=(), notices=(), reports=0)

@@ -105,7 +105,7 @@ def _exec_start() -> list[str]:
 def test_service_command_line_runs(tmp_path: Path, make_root) -> None:
     """The service's own arguments, with the state file moved to a temp dir and a fixture
     root: first run reports everything, the next only changes."""
-    from aiaudit import plugins
+    from aiaudit.core import plugins
 
     argv = _exec_start()
     assert argv[0] == "/usr/local/bin/aiaudit" and argv[1] == "scan"

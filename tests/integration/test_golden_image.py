@@ -435,7 +435,7 @@ def bundle_round_trip(root: Path, tmp_path: Path) -> tuple[set, set, Path]:
     """scan -> remediate -> ``ROOT=copy NO_COMMANDS=1 sh install.sh`` -> rescan: (failures
     of persisted/config aspect left, the README's "not fixed" list of those aspects, the
     copy)."""
-    from aiaudit import remediate
+    from aiaudit.remediate import bundle as remediate
 
     _code, before = scan_json(root)
     report = tmp_path / "scan.json"

@@ -1,7 +1,7 @@
 """Generated limits configurations for the pam_limits oracle, and the model's prediction.
 
 The prediction goes through the same code as the check (``limits_files`` on a fixture root,
-``subject_for``, :func:`aiaudit.parsers.limits.decide`), then applies what the kernel does
+``subject_for``, :func:`aiaudit.linux.pam_limits.conf.decide`), then applies what the kernel does
 with the result: ``setrlimit`` fails with EPERM when the new hard limit is above the current
 one without CAP_SYS_RESOURCE or a nofile limit is above ``fs.nr_open``, and Debian's patch 032
 makes that failure harmless (the process keeps its limits).
@@ -15,8 +15,8 @@ from typing import Any
 
 from aiaudit.checks import limits as lc
 
-from aiaudit.host import Host
-from aiaudit.parsers import limits as lp
+from aiaudit.core.host import Host
+from aiaudit.linux.pam_limits import conf as lp
 
 PASSWD = ("root:x:0:0:root:/root:/bin/sh\n"
           "alice:x:1000:1000::/home/alice:/bin/sh\n"

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from aiaudit.checks import firewall
 
-from aiaudit import inbound, remediate
-from aiaudit.parsers import netfilter as nf
-from aiaudit.parsers import nft
+from aiaudit.linux.netfilter import inbound, nft
+from aiaudit.linux.netfilter import model as nf
+from aiaudit.remediate import bundle as remediate
 from tests.netns import netns, run_in
 from tests.reporters.scans import scan_root
 

@@ -21,9 +21,9 @@ from pathlib import Path
 
 import yaml
 
-from aiaudit import remediate
-from aiaudit.model import Finding, Remediation, Result, Severity, Snippet, Status
-from aiaudit.serialize import run_dict
+from aiaudit.core.model import Finding, Remediation, Result, Severity, Snippet, Status
+from aiaudit.core.serialize import run_dict
+from aiaudit.remediate import bundle as remediate
 from tests.helpers import cli
 from tests.reporters.samples import mixed_run
 

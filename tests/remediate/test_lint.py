@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from aiaudit import remediate
-from aiaudit.model import Status
+from aiaudit.core.model import Status
+from aiaudit.remediate import bundle as remediate
+from tests.remediate.test_bundle import _roots
 from tests.reporters.scans import scan_root
-from tests.test_remediate import _roots
 
 pytestmark = pytest.mark.slow
 BIN = Path(sys.executable).parent

@@ -11,8 +11,8 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from aiaudit import remediate
-from aiaudit.model import Remediation, Result, Snippet, Status
+from aiaudit.core.model import Remediation, Result, Snippet, Status
+from aiaudit.remediate import bundle as remediate
 from tests.reporters.samples import mixed_run
 
 FAKE = """#!/bin/sh

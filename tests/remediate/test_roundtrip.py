@@ -13,9 +13,9 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from aiaudit import remediate
-from aiaudit.model import Aspect, RunResult, Status
-from aiaudit.serialize import run_dict
+from aiaudit.core.model import Aspect, RunResult, Status
+from aiaudit.core.serialize import run_dict
+from aiaudit.remediate import bundle as remediate
 from tests.helpers import cli
 from tests.reporters.scans import scan_root
 
@@ -109,7 +109,7 @@ def test_sshd_without_include_round_trip(make_root, tmp_path: Path) -> None:
 
 def test_round_trip_on_every_fixture_root(make_root, tmp_path: Path) -> None:
     """The README's not-fixed list is exact on every offline fixture root that fails."""
-    from tests.test_remediate import _roots
+    from tests.remediate.test_bundle import _roots
 
     checked = 0
     problems = []

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from aiaudit.model import (
+from aiaudit.core.model import (
     Aspect,
     Evidence,
     Finding,

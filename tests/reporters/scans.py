@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from aiaudit import plugins, ruleset
-from aiaudit.host import Host
-from aiaudit.model import RunResult
-from aiaudit.runner import ScanOptions, scan
+from aiaudit.core import plugins, ruleset
+from aiaudit.core.host import Host
+from aiaudit.core.model import RunResult
+from aiaudit.core.runner import ScanOptions, scan
 from tests.helpers import ROOTS
 
 FIXTURE_ROOT = ROOTS / "sysctl-etc-overrides-vendor" / "root"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from aiaudit import plugins
+from aiaudit.core import plugins
 from tests.helpers import cli
 from tests.reporters.scans import FIXTURE_ROOT
 

@@ -170,8 +170,7 @@ def test_multitool_check_can_fail(tmp_path: Path) -> None:
 
 
 def sorted_failures(run) -> list:
-    from aiaudit.model import Status
-    from aiaudit.reporters._common import sorted_findings
+    from aiaudit.core.model import Status, sorted_findings
 
     return [f for f in sorted_findings(run) if f.status is Status.FAIL]
 

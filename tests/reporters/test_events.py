@@ -7,8 +7,8 @@ import json
 
 import pytest
 
+from aiaudit.core.ruleset import schema
 from aiaudit.reporters import events
-from aiaudit.ruleset import schema
 from tests.modes_support import scripted  # noqa: F401
 from tests.reporters.samples import SAMPLES, mixed_run
 from tests.reporters.scans import FIXTURE_ROOT, scan_root

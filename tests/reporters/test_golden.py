@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from aiaudit import plugins
+from aiaudit.core import plugins
 from tests.helpers import FIXTURES
 from tests.reporters.samples import SAMPLES
 

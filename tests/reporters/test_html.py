@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from aiaudit.model import (
+from aiaudit.core.escape import human_safe
+from aiaudit.core.model import (
     Finding,
     Remediation,
     Result,
@@ -24,7 +25,6 @@ from aiaudit.model import (
     Snippet,
     Status,
 )
-from aiaudit.reporters._common import human_safe
 from aiaudit.reporters.html import render
 from tests.helpers import cli
 from tests.reporters.samples import mixed_run

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aiaudit.model import Evidence
+from aiaudit.core.model import Evidence
 from aiaudit.reporters import junit
 from tests.helpers import FIXTURES
 from tests.reporters.samples import SAMPLES, mixed_run

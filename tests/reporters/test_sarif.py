@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from aiaudit.model import Evidence
+from aiaudit.core.model import Evidence
 from aiaudit.reporters import sarif
 from tests.helpers import FIXTURES
 from tests.reporters.samples import SAMPLES, empty_run, mixed_run

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from aiaudit.model import (
+from aiaudit.core.escape import human_safe
+from aiaudit.core.model import (
     Aspect,
     Evidence,
     Finding,
@@ -24,13 +25,8 @@ from aiaudit.model import (
     Status,
     Waiver,
 )
-from aiaudit.reporters._common import (
-    SKIP_NO_USER,
-    fix_groups,
-    heredoc,
-    human_safe,
-    split_heredoc,
-)
+from aiaudit.remediate.grouping import fix_groups, heredoc, split_heredoc
+from aiaudit.reporters._common import SKIP_NO_USER
 from aiaudit.reporters.text import MAX_FIX_FIRST, render
 from tests.helpers import FIXTURES
 from tests.reporters.scans import scan_root
@@ -214,7 +210,7 @@ def test_offline_header_names_the_root_once() -> None:
 def test_changes_summary_agrees_with_the_exit_code() -> None:
     """--changes-since shows one fixed result, but the whole scan still fails: the summary
     says so (its counts decide the exit code), and lists the changes shown."""
-    from aiaudit.changes import changes_since
+    from aiaudit.modes.changes import changes_since
 
     previous = _run()
     fixed = replace(FINDINGS[1], result=replace(FINDINGS[1].result, status=Status.PASS))
@@ -368,8 +364,8 @@ def test_cli_header_says_where_the_user_came_from_and_json_keeps_it(tmp_path: Pa
 
     import jsonschema
 
-    from aiaudit.ruleset import schema
-    from aiaudit.serialize import run_from_dict
+    from aiaudit.core.ruleset import schema
+    from aiaudit.core.serialize import run_from_dict
     from tests.helpers import cli
 
     sudo_only = cli("scan", "--root", str(BAD_HOST), "--offline",
@@ -394,9 +390,9 @@ def test_changes_run_keeps_whole_scan_counts_through_json(tmp_path: Path) -> Non
 
     import jsonschema
 
-    from aiaudit.changes import changes_since
-    from aiaudit.ruleset import schema
-    from aiaudit.serialize import run_dict, run_from_dict
+    from aiaudit.core.ruleset import schema
+    from aiaudit.core.serialize import run_dict, run_from_dict
+    from aiaudit.modes.changes import changes_since
 
     shown = changes_since(_run(), None, "state.json")
     doc = json.loads(json.dumps(run_dict(shown)))
@@ -455,7 +451,7 @@ def test_hostile_host_tree_end_to_end(tmp_path: Path, fmt: str) -> None:
 def test_sysctl_w_of_the_dropin_keys_becomes_one_load() -> None:
     """``sysctl -w`` of exactly what the drop-in writes is ``sysctl -p FILE``; a command
     for another key or another value is kept as it is."""
-    from aiaudit.reporters._common import _sysctl_load
+    from aiaudit.remediate.grouping import _sysctl_load
 
     files = {"/etc/sysctl.d/99-zz-aiaudit.conf": ["vm.swappiness = 10", "kernel.pid_max = 9"],
              "/etc/other.conf": ["x = 1"]}

@@ -12,10 +12,10 @@ from __future__ import annotations
 from html import escape
 
 from aiaudit import __version__
+from aiaudit.core.escape import text_safe
 from aiaudit.fleet.gate import exit_code, failing_nodes
 from aiaudit.fleet.model import Drift, Fleet, GroupView
 from aiaudit.fleet.render.text import hostlist
-from aiaudit.reporters._common import text_safe
 
 MAX_COLUMNS = 60
 MAX_ROWS = 500

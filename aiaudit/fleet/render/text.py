@@ -3,11 +3,11 @@ host facts, identity findings, changes since a previous report."""
 
 from __future__ import annotations
 
+from aiaudit.core.escape import text_safe
 from aiaudit.fleet.extract import SEVERITIES
 from aiaudit.fleet.gate import exit_code, failing_nodes, over_threshold
 from aiaudit.fleet.hostlist import fold
 from aiaudit.fleet.model import Drift, Fleet
-from aiaudit.reporters._common import text_safe
 
 MAX_LIST = 300
 """Characters of a host list shown on one line (the JSON report has them all)."""

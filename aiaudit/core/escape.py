@@ -1,0 +1,70 @@
+"""Escaping for every output: XML characters, UTF-8 encodability, terminal and HTML safety.
+
+Host values (file contents, names) reach reports; what was there stays visible, escaped, and
+nothing in it is interpreted by a terminal, browser or XML parser."""
+
+from __future__ import annotations
+
+from aiaudit.core.parsing import lazy_pattern
+
+# XML 1.0 section 2.2 "Char": #x9 | #xA | #xD | [#x20-#xD7FF] | [#xE000-#xFFFD] |
+# [#x10000-#x10FFFF].  Everything else (C0 controls, lone surrogates from undecodable file
+# names, U+FFFE/U+FFFF) cannot appear in an XML document, not even as a character reference.
+_XML_FORBIDDEN = lazy_pattern("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+_SURROGATES = lazy_pattern("[\ud800-\udfff]")
+
+
+def xml_safe(text: object) -> str:
+    """``text`` with every character XML 1.0 forbids replaced by ``\\xNN``/``\\uNNNN``.
+
+    Hostile config files can put NUL, escape or form-feed characters into evidence values;
+    escaping (rather than dropping) keeps what was there visible to the reader.
+    """
+    return _XML_FORBIDDEN().sub(lambda m: _escape_char(m.group()), str(text))
+
+
+def _escape_char(c: str) -> str:
+    n = ord(c)
+    return f"\\x{n:02x}" if n < 0x100 else f"\\u{n:04x}"
+
+
+def text_safe(text: object) -> str:
+    """``text`` encodable as UTF-8: lone surrogates (undecodable bytes in file names read
+    with ``surrogateescape``) become U+FFFD."""
+    return _SURROGATES().sub("\ufffd", str(text))
+
+
+# C0 controls except TAB and LF, DEL, C1 controls (U+0080-U+009F: 8-bit CSI/OSC on some
+# terminals), lone surrogates, and the bidirectional overrides/isolates that reorder what a
+# reader sees (CVE-2021-42574, "Trojan Source").
+_TERMINAL_UNSAFE = lazy_pattern(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+_TERMINAL_UNSAFE_NO_LF = lazy_pattern(
+    "[\x00-\x08\x0a-\x1f\x7f-\x9f\ud800-\udfff\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def human_safe(text: object, *, newlines: bool = False) -> str:
+    """``text`` with every character that could drive a terminal escaped as ``\\xNN`` /
+    ``\\uNNNN``: ESC (colour, retitle, clear-screen sequences), CR (overwrite a line), BEL,
+    BS, NUL, DEL, C1 controls, bidi overrides, and lone surrogates.  Line feeds become
+    ``\\n`` unless ``newlines`` (multi-line snippets keep them); TAB stays.
+
+    Every value a host, a saved report or a plugin supplies goes through this before it
+    reaches a human output (text or HTML), so what was there stays visible and nothing in it
+    is interpreted by the terminal or browser.
+    """
+    pat = (_TERMINAL_UNSAFE if newlines else _TERMINAL_UNSAFE_NO_LF)()
+    return pat.sub(lambda m: "\\n" if m.group() == "\n" else _escape_char(m.group()),
+                   str(text))
+
+
+def html_safe(text: object, *, block: bool = False) -> str:
+    """``text`` for HTML text or a quoted attribute: control characters shown escaped
+    (:func:`human_safe`), then ``& < > " '`` escaped; ``block`` keeps line feeds (``<pre>``)."""
+    import html
+
+    return html.escape(human_safe(text, newlines=block), quote=True)

@@ -1,0 +1,233 @@
+"""Host identity: the same names in every output (hostname, machine id, DMI UUID, OS, image).
+
+Live, the hostname and kernel come from ``/proc`` and the DMI product UUID from ``/sys`` (root
+only); offline only files of the scanned root are read.  ``image_id`` names the golden image
+the root was built from, in both modes (a live node built from an image says which one):
+
+1. ``os-release(5)`` ``IMAGE_ID`` / ``IMAGE_VERSION`` (set by mkosi and other image
+   builders), with ``BUILD_ID`` when present: ``gpu-node:2024.06 build 417``;
+2. else the first of the image stamp files in :data:`IMAGE_ID_FILES` that says something:
+   Amazon Linux ``/etc/image-id`` (``image_file``, or ``image_name:image_version``), Ubuntu
+   cloud images' ``/etc/cloud/build.info`` (``build_name:serial``), NVIDIA DGX OS
+   ``/etc/dgx-release`` (``DGX_NAME:DGX_SWBUILD_VERSION``), diskimage-builder's
+   ``/etc/dib-builddate.txt`` and plain one-line stamps (``/etc/image_id``,
+   ``/etc/buildinfo``).
+
+Each stamp is split into the image's *name*, *version* and *build*: :func:`scan_name` names a
+scan by the image name (offline) or the hostname, never by version or build, so that every
+output keeps one identity across builds of an image.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Callable
+
+from aiaudit.core.errors import HostError
+from aiaudit.core.host import Host
+from aiaudit.core.model import HostInfo
+from aiaudit.core.records import record
+
+_MACHINE_ID = re.compile(r"^[0-9a-f]{32}$")
+"""machine-id(5): 32 lower-case hex digits; an image ships it empty or ``uninitialized``."""
+
+
+def _first_line(host: Host, path: str) -> str | None:
+    text = _read(host, path)
+    if text is None:
+        return None
+    line = text.strip().splitlines()[0].strip() if text.strip() else ""
+    return line or None
+
+
+def _read(host: Host, path: str) -> str | None:
+    try:
+        return host.read_text(path, cap=65536)
+    except HostError:
+        return None
+
+
+def _kv(text: str) -> dict[str, str]:
+    from aiaudit.core.osrelease import parse_os_release
+
+    return parse_os_release(text)
+
+
+def _joined(*parts: str | None) -> str | None:
+    got = [p for p in parts if p]
+    return ":".join(got) if got else None
+
+
+@record
+class ImageStamp:
+    """What an image stamp says: the image's name, version and build (each may be absent),
+    and its display form."""
+
+    display: str
+    """``name:version build N``, or the stamp's own one-line form."""
+    name: str | None = None
+    """Stable across builds of one image: it names the scan (:func:`scan_name`)."""
+    version: str | None = None
+    build: str | None = None
+
+
+def _stamp(name: str | None, version: str | None, build: str | None = None,
+           display: str | None = None) -> ImageStamp | None:
+    shown = display or _joined(name, version)
+    if build:
+        shown = f"{shown} build {build}" if shown else f"build {build}"
+    return ImageStamp(shown, name, version, build) if shown else None
+
+
+def _amazon_image_id(text: str) -> ImageStamp | None:
+    """Amazon Linux ``/etc/image-id`` (``image_name="..."`` lines), or a one-line id."""
+    kv = _kv(text)
+    if kv:
+        return _stamp(kv.get("image_name"), kv.get("image_version"),
+                      display=kv.get("image_file"))
+    return _plain(text)
+
+
+def _cloud_build_info(text: str) -> ImageStamp | None:
+    """Ubuntu cloud images' ``/etc/cloud/build.info``: ``build_name: server``, ``serial:``."""
+    kv = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        if sep:
+            kv[key.strip()] = value.strip()
+    return _stamp(kv.get("build_name"), kv.get("serial"))
+
+
+def _dgx_release(text: str) -> ImageStamp | None:
+    """NVIDIA DGX OS ``/etc/dgx-release``: ``DGX_NAME``, ``DGX_SWBUILD_VERSION``."""
+    kv = _kv(text)
+    if not kv.get("DGX_SWBUILD_VERSION"):
+        return None
+    return _stamp(kv.get("DGX_NAME") or "DGX", kv["DGX_SWBUILD_VERSION"])
+
+
+def _plain(text: str) -> ImageStamp | None:
+    """A one-line stamp (a date, a build tag): it says which build, not which image, so it
+    gives no name."""
+    lines = text.strip().splitlines()
+    first = lines[0].strip() if lines else ""
+    return ImageStamp(first, version=first) if first else None
+
+
+IMAGE_ID_FILES: tuple[tuple[str, Callable[[str], ImageStamp | None]], ...] = (
+    ("/etc/image-id", _amazon_image_id),
+    ("/etc/image_id", _plain),
+    ("/etc/cloud/build.info", _cloud_build_info),
+    ("/etc/dgx-release", _dgx_release),
+    ("/etc/dib-builddate.txt", _plain),
+    ("/etc/buildinfo", _plain),
+)
+"""Files that image builders drop to identify a golden image, with how to read each."""
+
+
+OS_RELEASE_PATHS = ("/etc/os-release", "/usr/lib/os-release")
+"""os-release(5): ``/etc`` first, then ``/usr/lib``."""
+
+
+def os_release(host: Host) -> dict[str, str]:
+    """``os-release`` fields of the scanned root (``/etc`` first, then ``/usr/lib``)."""
+    return _os_release(host)[0]
+
+
+def _os_release(host: Host) -> tuple[dict[str, str], str | None]:
+    """The ``os-release`` fields and the file they came from."""
+    for path in OS_RELEASE_PATHS:
+        text = _read(host, path)
+        if text is not None:
+            return _kv(text), path
+    if host.is_real_root:
+        return _distro_fallback(), None
+    return {}, None
+
+
+def _distro_fallback() -> dict[str, str]:
+    """Old systems without os-release (RHEL/CentOS 6, old SLES): let the ``distro`` library
+    read ``/etc/*-release`` and ``lsb_release`` data.  Only for the real ``/``: distro reads
+    the files itself, which must never happen inside another scan root."""
+    import distro
+
+    d = distro.LinuxDistribution(include_lsb=False, include_uname=False,
+                                 include_oslevel=False)
+    out = {"ID": d.id(), "VERSION_ID": d.version(), "PRETTY_NAME": d.name(pretty=True)}
+    return {k: v for k, v in out.items() if v}
+
+
+def image_stamp(host: Host, osr: dict[str, str]) -> ImageStamp | None:
+    """What identifies the image the scanned root was built from, or ``None``."""
+    if osr.get("IMAGE_ID"):
+        return _stamp(osr["IMAGE_ID"], osr.get("IMAGE_VERSION"), osr.get("BUILD_ID"))
+    for path, extract in IMAGE_ID_FILES:
+        text = _read(host, path)
+        value = extract(text) if text is not None else None
+        if value:
+            return ImageStamp(" ".join(value.display.split())[:200],
+                              *(_short(x) for x in (value.name, value.version, value.build)))
+    return None
+
+
+def _short(text: str | None) -> str | None:
+    return " ".join(text.split())[:200] or None if text else None
+
+
+def image_identity(host: Host, osr: dict[str, str]) -> str | None:
+    """The display form of :func:`image_stamp` (``gpu-node:2024.06 build 417``)."""
+    stamp = image_stamp(host, osr)
+    return stamp.display if stamp else None
+
+
+def scan_name(h: HostInfo) -> str:
+    """The stable name of what was scanned, shared by every output's identity (the SARIF
+    category, fingerprints, JUnit class names, metric labels).
+
+    An offline scan of a golden image is named by the image's *name*, never its version or
+    build, so that a new build of the same image continues the same alerts and series;
+    a root that has its own machine id is a host's disk, not an image, and is named by its
+    hostname, as a live scan is (two hosts built from one image stay apart).  The version
+    and build are reported beside it (SARIF ``run.properties``, JUnit properties).
+    """
+    if h.mode == "offline" and h.image_name and not h.machine_id:
+        return h.image_name
+    if h.hostname and h.hostname != "unknown":
+        return h.hostname
+    return h.image_name or h.machine_id or "unknown"
+
+
+def machine_id(host: Host) -> str | None:
+    """``/etc/machine-id`` when it holds a real id (not empty or ``uninitialized``, as an
+    image that will get its id at first boot ships it)."""
+    value = _first_line(host, "/etc/machine-id")
+    return value if value and _MACHINE_ID.match(value) else None
+
+
+def host_info(host: Host) -> HostInfo:
+    """Identity of the scanned host or image, read through ``host`` only."""
+    if host.live:
+        hostname = _first_line(host, "/proc/sys/kernel/hostname")
+        kernel = _first_line(host, "/proc/sys/kernel/osrelease")
+        uuid = _first_line(host, "/sys/class/dmi/id/product_uuid")
+    else:
+        hostname, kernel, uuid = None, None, None
+    hostname = hostname or _first_line(host, "/etc/hostname") or "unknown"
+    osr, osr_path = _os_release(host)
+    stamp = image_stamp(host, osr)
+    return HostInfo(
+        hostname=hostname,
+        machine_id=machine_id(host),
+        os_name=osr.get("PRETTY_NAME") or osr.get("NAME"),
+        os_version=osr.get("VERSION_ID"),
+        os_id=osr.get("ID"),
+        kernel=kernel,
+        root=host.root,
+        mode=host.mode,
+        product_uuid=uuid,
+        image_id=stamp.display if stamp else None,
+        image_name=stamp.name if stamp else None,
+        image_version=stamp.version if stamp else None,
+        image_build=stamp.build if stamp else None,
+        os_release_path=osr_path,
+    )

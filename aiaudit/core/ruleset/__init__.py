@@ -1,0 +1,347 @@
+"""Rulesets: load (YAML), follow ``extends``, validate, and bind rules to checks.
+
+Validation happens in two passes and reports every problem at once, each with its file and
+position: the document against ``schemas/ruleset.schema.json``, then each rule's params
+against its check's params schema.  Shipped rulesets are validated by the test suite and are
+not re-validated on every scan (jsonschema is the slowest import of a scan).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import field
+from functools import cache
+from typing import Any, Callable, Mapping, Sequence
+
+from aiaudit.api import CheckSpec
+from aiaudit.core import resources
+from aiaudit.core.errors import RulesetError, UsageError
+from aiaudit.core.inputs import read_input
+from aiaudit.core.model import RuleInfo, Severity
+from aiaudit.core.plugins import Registry
+from aiaudit.core.records import record
+from aiaudit.core.ruleset import composite
+from aiaudit.core.ruleset.yamlpos import Located
+
+MAX_RULESET_BYTES = 2 * 1024 * 1024
+"""A ruleset larger than this is refused (it is surely not a ruleset)."""
+MAX_EXTENDS_DEPTH = 16
+
+
+@record
+class Rule:
+    """A rule bound to its check, ready to run."""
+
+    info: RuleInfo
+    check: CheckSpec
+    params: Mapping[str, Any]
+    origin: str = ""
+    """Where the rule was defined (file:line:col)."""
+
+    @property
+    def id(self) -> str:
+        """The stable rule id."""
+        return self.info.id
+
+
+@record
+class Ruleset:
+    """A validated ruleset: name, version and the enabled rules in order."""
+
+    name: str
+    version: str
+    description: str
+    rules: tuple[Rule, ...]
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    origin: str = ""
+    disabled: tuple[str, ...] = ()
+    """Ids of inherited rules switched off by ``enabled: false``."""
+    source: str = ""
+    """Which file was used, for the report: ``aiaudit.rulesets/NAME.yaml`` (shipped), the
+    plugin's origin, or the absolute path of a ruleset file."""
+    unbound: tuple[str, ...] = ()
+    """Ids of enabled rules of a shipped ruleset that the run does not select (``--only``,
+    ``--skip``): not bound, so their check modules are never imported."""
+
+    def get(self, rule_id: str) -> Rule | None:
+        """The rule with ``rule_id``, or ``None``."""
+        for r in self.rules:
+            if r.id == rule_id:
+                return r
+        return None
+
+
+@cache
+def schema(name: str) -> dict[str, Any]:
+    """A JSON Schema shipped in ``aiaudit.schemas`` (e.g. ``ruleset.schema.json``)."""
+    text = resources.read_text("aiaudit.schemas", name)
+    return json.loads(text)
+
+
+def schema_problems(instance: Any, schema_doc: Mapping[str, Any], doc: Located,
+                    base: Sequence[str | int] = ()) -> list[str]:
+    """Every JSON-Schema violation of ``instance``, as ``file:line:col: message``."""
+    import jsonschema  # slow import: only when a ruleset really needs validating
+
+    cls = jsonschema.validators.validator_for(schema_doc)
+    validator = cls(schema_doc, format_checker=_format_checker())
+    out = []
+    errors = sorted(validator.iter_errors(instance), key=lambda e: list(map(str, e.absolute_path)))
+    for err in errors:
+        path = [*base, *err.absolute_path]
+        where = doc.where(path)
+        at = "/".join(str(p) for p in path) or "(top)"
+        out.append(f"{where}: {at}: {_short(err)}")
+    return out
+
+
+@cache
+def _format_checker() -> Any:
+    """Formats of aiaudit's own: ``aiaudit-line-pattern`` (a pattern the linear-time
+    matcher of :mod:`aiaudit.core.ruleset.linematch` accepts), so ``aiaudit validate``
+    reports a refused pattern with file and position, not only the scan."""
+    import jsonschema
+
+    from aiaudit.core.ruleset.linematch import PatternError, compile_pattern
+
+    checker = jsonschema.FormatChecker(formats=())
+
+    @checker.checks("aiaudit-line-pattern", raises=PatternError)
+    def _pattern(value: object) -> bool:
+        if isinstance(value, str):
+            compile_pattern(value)
+        return True
+
+    return checker
+
+
+def _short(err: Any) -> str:
+    """A readable jsonschema message (without dumping a whole sub-document)."""
+    if err.validator == "format" and err.cause is not None:
+        return f"{str(err.instance)[:80]!r}: {err.cause}"
+    if err.validator == "additionalProperties":
+        return err.message.replace("Additional properties are not allowed", "unknown key(s)")
+    if err.validator in ("type", "enum", "pattern", "required", "minLength", "minimum",
+                         "maximum", "const", "minItems", "maxItems", "minProperties"):
+        msg = err.message
+        return msg if len(msg) < 300 else msg[:300] + "..."
+    return err.message if len(err.message) < 300 else err.message[:300] + "..."
+
+
+def is_path(ref: str) -> bool:
+    """True if ``ref`` names a file rather than a shipped (or plugin) ruleset: it contains
+    ``/`` or ends in ``.yaml``/``.yml``.  Whatever lies in the working directory plays no
+    part: a file ``dl-training`` there must not replace the shipped ``dl-training``."""
+    return "/" in ref or ref.endswith((".yaml", ".yml"))
+
+
+@record(frozen=False)
+class _Raw:
+    """One ruleset document in an ``extends`` chain."""
+
+    doc: Located
+    trusted: bool
+    path: str | None
+
+
+def _load_doc(ref: str, registry: Registry, base_dir: str | None,
+              validate: bool | None = None) -> _Raw:
+    from aiaudit.core.ruleset import yamlpos
+
+    if is_path(ref):
+        path = ref if os.path.isabs(ref) or base_dir is None else os.path.join(base_dir, ref)
+        text, origin, trusted = read_input(path, "ruleset", MAX_RULESET_BYTES), path, False
+        real: str | None = os.path.realpath(path)
+    else:
+        src = registry.rulesets.get(ref)
+        if src is None:
+            known = ", ".join(sorted(registry.rulesets)) or "none"
+            hint = f"; for the file, say ./{ref}" if base_dir is None and os.path.isfile(ref) \
+                else "; or give a path"
+            raise UsageError(f"unknown ruleset {ref!r} (shipped: {known}{hint})")
+        origin, real = src.origin or ref, None
+        trusted = src.origin.startswith("aiaudit.rulesets/")
+        if trusted and validate is not True and src.load_data is not None:
+            data = src.load_data()
+            if data is not None:
+                return _Raw(Located(data, None, origin), trusted, real)
+        text = src.load()
+    try:
+        doc = yamlpos.load(text, origin)
+    except Exception as exc:  # yaml.YAMLError and its C-loader relatives
+        import yaml
+
+        if isinstance(exc, yaml.YAMLError):
+            raise RulesetError([yamlpos.error_message(exc, origin, text)]) from None
+        raise RulesetError([f"{origin}: invalid YAML: {exc}"]) from None
+    return _Raw(doc, trusted, real)
+
+
+def load(ref: str, registry: Registry, *, validate: bool | None = None,
+         select: Callable[[str], bool] | None = None) -> Ruleset:
+    """Load ruleset ``ref`` (shipped name or path), follow ``extends``, validate, bind.
+
+    ``validate=None`` validates everything except shipped rulesets.  ``select``: whether
+    the run needs a rule (``--only``/``--skip``); a shipped ruleset binds only those (the
+    others are listed in :attr:`Ruleset.unbound`), a ruleset file binds every rule, since
+    binding validates it.  Raises :class:`RulesetError` listing every problem, or
+    :class:`UsageError`.
+    """
+    from aiaudit.core.ruleset import yamlpos
+
+    chain: list[_Raw] = []
+    seen: list[str] = []
+    ref_now: str | None = ref
+    base_dir: str | None = None
+    while ref_now is not None:
+        try:
+            raw = _load_doc(ref_now, registry, base_dir, validate)
+        except RulesetError:
+            raise
+        except UsageError as exc:
+            if not chain:
+                raise
+            # a missing or unknown parent: point at the 'extends' line that names it
+            raise UsageError(f"{chain[-1].doc.where(['extends'])}: extends: {exc}") from None
+        key = raw.path or f"shipped:{ref_now}"
+        if key in seen:
+            cycle = " -> ".join([*seen, key])
+            raise RulesetError([f"{chain[-1].doc.where(['extends'])}: 'extends' cycle: {cycle}"])
+        if len(seen) >= MAX_EXTENDS_DEPTH:
+            raise RulesetError([f"{raw.doc.origin}: 'extends' chain deeper than "
+                                f"{MAX_EXTENDS_DEPTH}"])
+        seen.append(key)
+        chain.append(raw)
+        data = raw.doc.data
+        problems = []
+        must_validate = validate if validate is not None else not raw.trusted
+        if not isinstance(data, dict):
+            raise RulesetError([f"{raw.doc.origin}: a ruleset must be a mapping "
+                                f"(got {type(data).__name__})"])
+        if must_validate:
+            problems += yamlpos.duplicate_keys(raw.doc)
+            problems += schema_problems(data, schema("ruleset.schema.json"), raw.doc)
+        if problems:
+            raise RulesetError(problems)
+        ext = data.get("extends")
+        ref_now = ext if isinstance(ext, str) else None
+        if ref_now is not None and "\0" in ref_now:  # os.stat would raise ValueError
+            raise RulesetError([f"{raw.doc.where(['extends'])}: extends: a NUL byte at "
+                                f"character {ref_now.index(chr(0)) + 1} of the name"])
+        base_dir = os.path.dirname(raw.path) if raw.path else None
+    return _merge_and_bind(list(reversed(chain)), registry, validate, select)
+
+
+def _merge_and_bind(chain: list[_Raw], registry: Registry, validate: bool | None,
+                    select: Callable[[str], bool] | None = None) -> Ruleset:
+    """Apply the chain base-first; then bind each rule to its check and check params."""
+    rules: dict[str, dict[str, Any]] = {}
+    where: dict[str, tuple[Located, list[str | int]]] = {}
+    params_where: dict[str, tuple[Located, list[str | int]]] = {}
+    settings: dict[str, Any] = {}
+    disabled: list[str] = []
+    problems: list[str] = []
+    for raw in chain:
+        data = raw.doc.data
+        settings.update(data.get("settings") or {})
+        for i, rule in enumerate(data.get("rules") or []):
+            rid = rule["id"]
+            if rid in rules:
+                problems.append(
+                    f"{raw.doc.where(['rules', i, 'id'])}: duplicate rule id {rid!r} "
+                    f"(first at {where[rid][0].where(where[rid][1])}; use 'overrides' to "
+                    "change an inherited rule)"
+                )
+                continue
+            rules[rid] = dict(rule)
+            where[rid] = (raw.doc, ["rules", i])
+            params_where[rid] = (raw.doc, ["rules", i, "params"])
+        for rid, ov in (data.get("overrides") or {}).items():
+            if rid not in rules:
+                problems.append(f"{raw.doc.where(['overrides', rid])}: override of unknown "
+                                f"rule {rid!r}")
+                continue
+            merged = rules[rid]
+            for k in ("severity", "title", "tags", "enabled"):
+                if k in ov:
+                    merged[k] = ov[k]
+            if "params" in ov:
+                merged["params"] = {**(merged.get("params") or {}), **ov["params"]}
+                params_where[rid] = (raw.doc, ["overrides", rid, "params"])
+    top = chain[-1].doc.data
+    bound: list[Rule] = []
+    unbound: list[str] = []
+    trusted = all(r.trusted for r in chain)
+    lazy = select if trusted and validate is not True else None
+    for rid, rule in rules.items():
+        if rule.get("enabled") is False:
+            disabled.append(rid)
+            continue
+        if lazy is not None and not lazy(rid):  # not needed by this run: left unbound
+            unbound.append(rid)
+            continue
+        doc, path = where[rid]
+        kind = next((k for k in composite.KINDS if k in rule), None)
+        if kind is not None:  # any_of / all_of: bind every part (aiaudit.core.ruleset.composite)
+            def validate_part(params: Any, sch: Any, at: list[str | int], doc: Located = doc,
+                              rid: str = rid, trusted: bool = trusted) -> list[str]:
+                if validate is True or (validate is None and not trusted):
+                    return [f"{p} (rule {rid})" for p in schema_problems(params, sch, doc, at)]
+                return []
+
+            parts, probs = composite.bind(kind, rule[kind], registry.checks, doc.where,
+                                          [*path, kind], validate_part)
+            problems += probs
+            rule = {**rule, "check": f"rules.{kind}"}
+            check = composite.composite_check(kind, parts)
+        else:
+            check = registry.checks.get(rule["check"])
+        if check is None:
+            known = ", ".join(sorted(registry.checks))
+            problems.append(f"{doc.where([*path, 'check'])}: rule {rid}: unknown check "
+                            f"{rule['check']!r} (known: {known})")
+            continue
+        params = dict(rule.get("params") or {})
+        pdoc, ppath = params_where[rid]
+        if kind is not None and params:
+            problems.append(f"{pdoc.where(ppath)}: rule {rid}: a composite rule has no "
+                            f"params (give each part of {kind} its own)")
+        elif validate is True or (validate is None and not trusted):
+            problems += [f"{p} (rule {rid})" for p in
+                         schema_problems(params, check.params_schema, pdoc, ppath)]
+        info = RuleInfo(
+            id=rid,
+            check=check.id,
+            severity=Severity(rule["severity"]),
+            title=rule["title"],
+            rationale=rule.get("rationale", ""),
+            references=tuple(rule.get("references") or ()),
+            tags=tuple(rule.get("tags") or ()),
+            description=check.description,
+            remediation=rule.get("remediation", ""),
+        )
+        bound.append(Rule(info, check, _with_defaults(params, check.params_schema),
+                          doc.where(path)))
+    if problems:
+        raise RulesetError(problems)
+    return Ruleset(
+        name=str(top["ruleset"]),
+        version=str(top["version"]),
+        description=str(top.get("description", "")),
+        rules=tuple(bound),
+        settings=settings,
+        origin=chain[-1].doc.origin,
+        disabled=tuple(disabled),
+        source=chain[-1].path or chain[-1].doc.origin,
+        unbound=tuple(unbound),
+    )
+
+
+def _with_defaults(params: Mapping[str, Any], schema_doc: Mapping[str, Any]) -> dict[str, Any]:
+    """``params`` with the ``default`` of every absent top-level property filled in."""
+    out = dict(params)
+    for key, prop in (schema_doc.get("properties") or {}).items():
+        if key not in out and isinstance(prop, dict) and "default" in prop:
+            out[key] = prop["default"]
+    return out

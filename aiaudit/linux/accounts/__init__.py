@@ -1,0 +1,1 @@
+"""Accounts: passwd, group, nsswitch and sudoers as glibc and sudo read them."""

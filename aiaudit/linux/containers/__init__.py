@@ -1,0 +1,1 @@
+"""Container runtimes: Docker, the NVIDIA Container Toolkit, Apptainer."""

@@ -1,0 +1,1 @@
+"""The NVIDIA GPU stack: driver, nvidia-smi, CUDA toolkit and frameworks."""

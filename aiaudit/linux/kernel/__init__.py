@@ -1,0 +1,1 @@
+"""The kernel's own build: its configuration (CONFIG_*)."""

@@ -1,0 +1,1 @@
+"""Kernel modules: modprobe.d options and module versions read from .ko files."""

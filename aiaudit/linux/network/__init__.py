@@ -1,0 +1,1 @@
+"""Network state: sockets from /proc/net."""

@@ -1,0 +1,1 @@
+"""Installed packages: dpkg and rpm databases, apt configuration and lists."""

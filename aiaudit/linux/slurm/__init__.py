@@ -1,0 +1,1 @@
+"""Slurm: slurm.conf and which one slurmd reads."""

@@ -1,0 +1,157 @@
+"""Compiled-in algorithm lists of sshd, by OpenSSH release.
+
+What ``sshd -T`` prints for ``Ciphers``, ``MACs``, ``KexAlgorithms`` and
+``HostKeyAlgorithms`` when no line sets them: ``KEX_SERVER_ENCRYPT``, ``KEX_SERVER_MAC``,
+``KEX_SERVER_KEX`` and ``KEX_DEFAULT_PK_ALG`` of openssh-portable ``myproposal.h``
+(``servconf.c assemble_algorithms`` filters them by what the build supports; Debian, Ubuntu
+and RHEL build with OpenSSL, ECC, GCM and built-in security keys, so nothing is removed).
+Generated from the ``V_8_0_P1`` .. ``V_10_5_P1`` tags with the C preprocessor; a row is
+listed at the first release whose lists differ from the previous one.  Checked against the
+installed ``sshd -T`` in ``tests/parsers/test_sshd_exact.py``.
+
+Releases the distributions ship: Debian 11 8.4p1, 12 9.2p1, 13 10.0p1; Ubuntu 20.04 8.2p1,
+22.04 8.9p1, 24.04 9.6p1; RHEL 8 8.0p1, 9 8.7p1, 10 9.9p1 (RHEL overrides these lists
+through crypto-policies: an ``Include`` of ``/etc/crypto-policies/back-ends/opensshserver.config``
+in RHEL 9's ``50-redhat.conf``, parsed like any other line; RHEL 8 passes them on sshd's
+command line, which is not modelled).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Mapping
+
+OPTIONS = ("ciphers", "macs", "kexalgorithms", "hostkeyalgorithms")
+"""The options these lists are the defaults of (lower case)."""
+
+CIPHERS_8_0 = (
+    "chacha20-poly1305@openssh.com,aes128-ctr,aes192-ctr,aes256-ctr,"
+    "aes128-gcm@openssh.com,aes256-gcm@openssh.com")
+MACS_8_0 = (
+    "umac-64-etm@openssh.com,umac-128-etm@openssh.com,hmac-sha2-256-etm@openssh.com,"
+    "hmac-sha2-512-etm@openssh.com,hmac-sha1-etm@openssh.com,umac-64@openssh.com,"
+    "umac-128@openssh.com,hmac-sha2-256,hmac-sha2-512,hmac-sha1")
+KEX_8_0 = (
+    "curve25519-sha256,curve25519-sha256@libssh.org,ecdh-sha2-nistp256,"
+    "ecdh-sha2-nistp384,ecdh-sha2-nistp521,diffie-hellman-group-exchange-sha256,"
+    "diffie-hellman-group16-sha512,diffie-hellman-group18-sha512,"
+    "diffie-hellman-group14-sha256,diffie-hellman-group14-sha1")
+HOSTKEY_8_0 = (
+    "ecdsa-sha2-nistp256-cert-v01@openssh.com,ecdsa-sha2-nistp384-cert-v01@openssh.com,"
+    "ecdsa-sha2-nistp521-cert-v01@openssh.com,ssh-ed25519-cert-v01@openssh.com,"
+    "rsa-sha2-512-cert-v01@openssh.com,rsa-sha2-256-cert-v01@openssh.com,"
+    "ssh-rsa-cert-v01@openssh.com,ecdsa-sha2-nistp256,ecdsa-sha2-nistp384,"
+    "ecdsa-sha2-nistp521,ssh-ed25519,rsa-sha2-512,rsa-sha2-256,ssh-rsa")
+KEX_8_2 = (
+    "curve25519-sha256,curve25519-sha256@libssh.org,ecdh-sha2-nistp256,"
+    "ecdh-sha2-nistp384,ecdh-sha2-nistp521,diffie-hellman-group-exchange-sha256,"
+    "diffie-hellman-group16-sha512,diffie-hellman-group18-sha512,"
+    "diffie-hellman-group14-sha256")
+HOSTKEY_8_2 = (
+    "ecdsa-sha2-nistp256-cert-v01@openssh.com,ecdsa-sha2-nistp384-cert-v01@openssh.com,"
+    "ecdsa-sha2-nistp521-cert-v01@openssh.com,"
+    "sk-ecdsa-sha2-nistp256-cert-v01@openssh.com,ssh-ed25519-cert-v01@openssh.com,"
+    "sk-ssh-ed25519-cert-v01@openssh.com,rsa-sha2-512-cert-v01@openssh.com,"
+    "rsa-sha2-256-cert-v01@openssh.com,ssh-rsa-cert-v01@openssh.com,ecdsa-sha2-nistp256,"
+    "ecdsa-sha2-nistp384,ecdsa-sha2-nistp521,sk-ecdsa-sha2-nistp256@openssh.com,"
+    "ssh-ed25519,sk-ssh-ed25519@openssh.com,rsa-sha2-512,rsa-sha2-256,ssh-rsa")
+HOSTKEY_8_5 = (
+    "ssh-ed25519-cert-v01@openssh.com,ecdsa-sha2-nistp256-cert-v01@openssh.com,"
+    "ecdsa-sha2-nistp384-cert-v01@openssh.com,ecdsa-sha2-nistp521-cert-v01@openssh.com,"
+    "sk-ssh-ed25519-cert-v01@openssh.com,sk-ecdsa-sha2-nistp256-cert-v01@openssh.com,"
+    "rsa-sha2-512-cert-v01@openssh.com,rsa-sha2-256-cert-v01@openssh.com,"
+    "ssh-rsa-cert-v01@openssh.com,ssh-ed25519,ecdsa-sha2-nistp256,ecdsa-sha2-nistp384,"
+    "ecdsa-sha2-nistp521,sk-ssh-ed25519@openssh.com,sk-ecdsa-sha2-nistp256@openssh.com,"
+    "rsa-sha2-512,rsa-sha2-256,ssh-rsa")
+HOSTKEY_8_8 = (
+    "ssh-ed25519-cert-v01@openssh.com,ecdsa-sha2-nistp256-cert-v01@openssh.com,"
+    "ecdsa-sha2-nistp384-cert-v01@openssh.com,ecdsa-sha2-nistp521-cert-v01@openssh.com,"
+    "sk-ssh-ed25519-cert-v01@openssh.com,sk-ecdsa-sha2-nistp256-cert-v01@openssh.com,"
+    "rsa-sha2-512-cert-v01@openssh.com,rsa-sha2-256-cert-v01@openssh.com,ssh-ed25519,"
+    "ecdsa-sha2-nistp256,ecdsa-sha2-nistp384,ecdsa-sha2-nistp521,"
+    "sk-ssh-ed25519@openssh.com,sk-ecdsa-sha2-nistp256@openssh.com,rsa-sha2-512,"
+    "rsa-sha2-256")
+KEX_8_9 = (
+    "curve25519-sha256,curve25519-sha256@libssh.org,ecdh-sha2-nistp256,"
+    "ecdh-sha2-nistp384,ecdh-sha2-nistp521,sntrup761x25519-sha512@openssh.com,"
+    "diffie-hellman-group-exchange-sha256,diffie-hellman-group16-sha512,"
+    "diffie-hellman-group18-sha512,diffie-hellman-group14-sha256")
+KEX_9_0 = (
+    "sntrup761x25519-sha512@openssh.com,curve25519-sha256,curve25519-sha256@libssh.org,"
+    "ecdh-sha2-nistp256,ecdh-sha2-nistp384,ecdh-sha2-nistp521,"
+    "diffie-hellman-group-exchange-sha256,diffie-hellman-group16-sha512,"
+    "diffie-hellman-group18-sha512,diffie-hellman-group14-sha256")
+KEX_9_9 = (
+    "sntrup761x25519-sha512,sntrup761x25519-sha512@openssh.com,mlkem768x25519-sha256,"
+    "curve25519-sha256,curve25519-sha256@libssh.org,ecdh-sha2-nistp256,"
+    "ecdh-sha2-nistp384,ecdh-sha2-nistp521,diffie-hellman-group-exchange-sha256,"
+    "diffie-hellman-group16-sha512,diffie-hellman-group18-sha512,"
+    "diffie-hellman-group14-sha256")
+CIPHERS_10_0 = (
+    "chacha20-poly1305@openssh.com,aes128-gcm@openssh.com,aes256-gcm@openssh.com,"
+    "aes128-ctr,aes192-ctr,aes256-ctr")
+KEX_10_0 = (
+    "mlkem768x25519-sha256,sntrup761x25519-sha512,sntrup761x25519-sha512@openssh.com,"
+    "curve25519-sha256,curve25519-sha256@libssh.org,ecdh-sha2-nistp256,"
+    "ecdh-sha2-nistp384,ecdh-sha2-nistp521")
+HOSTKEY_10_3 = (
+    "ssh-ed25519-cert-v01@openssh.com,ecdsa-sha2-nistp256-cert-v01@openssh.com,"
+    "ecdsa-sha2-nistp384-cert-v01@openssh.com,ecdsa-sha2-nistp521-cert-v01@openssh.com,"
+    "sk-ssh-ed25519-cert-v01@openssh.com,sk-ecdsa-sha2-nistp256-cert-v01@openssh.com,"
+    "webauthn-sk-ecdsa-sha2-nistp256-cert-v01@openssh.com,"
+    "rsa-sha2-512-cert-v01@openssh.com,rsa-sha2-256-cert-v01@openssh.com,ssh-ed25519,"
+    "ecdsa-sha2-nistp256,ecdsa-sha2-nistp384,ecdsa-sha2-nistp521,"
+    "sk-ssh-ed25519@openssh.com,sk-ecdsa-sha2-nistp256@openssh.com,"
+    "webauthn-sk-ecdsa-sha2-nistp256@openssh.com,rsa-sha2-512,rsa-sha2-256")
+
+TABLE: tuple[tuple[tuple[int, int], tuple[str, str, str, str]], ...] = (
+    ((8, 0), (CIPHERS_8_0, MACS_8_0, KEX_8_0, HOSTKEY_8_0)),
+    ((8, 2), (CIPHERS_8_0, MACS_8_0, KEX_8_2, HOSTKEY_8_2)),
+    ((8, 5), (CIPHERS_8_0, MACS_8_0, KEX_8_2, HOSTKEY_8_5)),
+    ((8, 8), (CIPHERS_8_0, MACS_8_0, KEX_8_2, HOSTKEY_8_8)),
+    ((8, 9), (CIPHERS_8_0, MACS_8_0, KEX_8_9, HOSTKEY_8_8)),
+    ((9, 0), (CIPHERS_8_0, MACS_8_0, KEX_9_0, HOSTKEY_8_8)),
+    ((9, 9), (CIPHERS_8_0, MACS_8_0, KEX_9_9, HOSTKEY_8_8)),
+    ((10, 0), (CIPHERS_10_0, MACS_8_0, KEX_10_0, HOSTKEY_8_8)),
+    ((10, 3), (CIPHERS_10_0, MACS_8_0, KEX_10_0, HOSTKEY_10_3)),
+)
+"""(first release, (Ciphers, MACs, KexAlgorithms, HostKeyAlgorithms)) in release order."""
+
+
+def defaults(version: tuple[int, ...] | None) -> tuple[Mapping[str, str], str]:
+    """The compiled-in lists for an OpenSSH release (``(9, 2)``), and how it was chosen:
+    the last row at or before the release; ``None`` or an older release than the table
+    takes the Debian 12 release (9.2) and says so."""
+    if version:
+        rows = [r for r in TABLE if r[0] <= tuple(version[:2])]
+        if rows:
+            _first, vals = rows[-1]
+            return dict(zip(OPTIONS, vals, strict=True)), (
+                f"compiled-in default of OpenSSH {version[0]}.{version[1]}")
+    vals = next(v for r, v in reversed(TABLE) if r <= (9, 2))
+    why = ("OpenSSH version unknown" if not version
+           else f"OpenSSH {'.'.join(map(str, version[:2]))} predates the table")
+    return dict(zip(OPTIONS, vals, strict=True)), (
+        f"compiled-in default of OpenSSH 9.2 ({why}, assumed 9.2)")
+
+
+
+DEBIAN_12_SNTRUP = re.compile(r"(?:1:)?9\.2p1-2\+deb12u(\d+)")
+"""Debian 1:9.2p1-2+deb12u4 (changelog, #1088873) makes ``sntrup761x25519-sha512``
+available without the ``@openssh.com`` suffix, first in the default ``KexAlgorithms``
+(as upstream 9.9 does); the installed deb12u10 prints it so."""
+
+
+def for_package(full: str | None) -> tuple[dict[str, str], str]:
+    """:func:`defaults` for an ``openssh-server`` package version (``1:9.2p1-2+deb12u10``),
+    with the distribution patches that change the lists."""
+    from aiaudit.linux.packages import dpkg
+
+    vt = dpkg.version_tuple(dpkg.upstream_version(full)) if full else None
+    out, why = defaults(vt)
+    out = dict(out)
+    m = DEBIAN_12_SNTRUP.fullmatch(full or "")
+    if m and int(m.group(1)) >= 4:
+        out["kexalgorithms"] = "sntrup761x25519-sha512," + out["kexalgorithms"]
+        why = f"compiled-in default of openssh-server {full}"
+    return out, why

@@ -1,0 +1,1 @@
+"""Storage: fstab, mounts and swaps."""

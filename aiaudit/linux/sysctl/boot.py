@@ -1,0 +1,281 @@
+"""What decides a sysctl at boot besides the sysctl.d files: which program applies them,
+programs that write sysctls after it (ufw), and kernel defaults that depend on how the
+kernel was built.
+
+* **Applier** (SEMANTICS §8): systemd-sysctl where systemd is the init system; on a root
+  without systemd (sysvinit, containers, minimal images) procps' init script runs
+  ``sysctl --system``, so the procps order decides (``/etc/sysctl.conf`` read last).
+* **ufw** (0.36, ``/lib/ufw/ufw-init-functions`` ``ufw_start``): with ``ENABLED=yes`` (or
+  ``YES``) in ``/etc/ufw/ufw.conf`` and ufw started at boot, ufw-init runs
+  ``sysctl -e -q -p $IPT_SYSCTL`` (``/etc/default/ufw``, ``/etc/ufw/sysctl.conf`` as
+  shipped) when that file is not empty: after systemd-sysctl, before tuned.
+* **Kernel defaults from the build config**: the running kernel's ``/proc/config.gz``
+  live (else its ``/boot/config-<release>``); offline ``/boot/config-<release>`` of the
+  kernel the bootloader will start (BLS ``version``, grub.cfg's ``vmlinuz-<release>``),
+  else the newest one.
+  ``kernel.numa_balancing`` (``kernel/sched/core.c`` ``check_numabalancing_enable``): the
+  ``numa_balancing=enable|disable`` kernel parameter decides; else 1 only with
+  ``CONFIG_NUMA_BALANCING_DEFAULT_ENABLED=y`` on a machine with more than one online NUMA
+  node, 0 otherwise.  ``kernel.dmesg_restrict``: ``CONFIG_SECURITY_DMESG_RESTRICT``.
+"""
+
+from __future__ import annotations
+
+import re
+
+from aiaudit.core.errors import HostError, ParseError
+from aiaudit.core.host import Host
+from aiaudit.core.model import Evidence
+from aiaudit.core.records import record
+from aiaudit.linux.boot import cmdline as boot
+from aiaudit.linux.sysctl import conf as sp
+from aiaudit.linux.systemd import units as systemd
+
+SYSTEMD_BINARIES = ("/usr/lib/systemd/systemd", "/lib/systemd/systemd")
+PROCPS_INIT = "/etc/init.d/procps"
+UFW_CONF = "/etc/ufw/ufw.conf"
+UFW_DEFAULT = "/etc/default/ufw"
+
+
+@record
+class Applier:
+    """The program that writes the sysctl.d files at boot."""
+
+    name: str
+    """``systemd-sysctl`` or ``procps``."""
+    reason: str
+    """Why (``/sbin/init is systemd``, ``no systemd on this root; ...``)."""
+
+
+def applier(host: Host) -> Applier:
+    """Which program applies sysctl files when the scanned root boots (memoized): decided
+    from the root's ``/sbin/init`` (a live PID 1 that is not systemd, a container's, says
+    nothing about the next boot)."""
+    return host.memo(("sysctl-applier",), lambda: _applier(host))
+
+
+def _applier(host: Host) -> Applier:
+    try:
+        init = host.resolve("/sbin/init")
+    except HostError:
+        init = None
+    if init is not None:
+        if init.rsplit("/", 1)[-1] == "systemd":
+            return Applier("systemd-sysctl", f"/sbin/init is {init}")
+        return Applier("procps", f"/sbin/init is {init}, not systemd: procps' init script "
+                       "(`sysctl --system`) applies the sysctl files")
+    if any(host.is_file(p) for p in SYSTEMD_BINARIES):
+        return Applier("systemd-sysctl", "systemd is installed (no /sbin/init)")
+    script = "" if host.is_file(PROCPS_INIT) else f" (no {PROCPS_INIT}: assumed to be run " \
+        "by the image's entry point)"
+    return Applier("procps", "no systemd on this root: `sysctl --system` semantics" + script)
+
+
+# ------------------------------------------------------------------ ufw
+@record
+class UfwSysctl:
+    """The sysctl file an enabled ufw applies at start."""
+
+    path: str
+    entries: tuple[sp.Entry, ...]
+    reason: str
+    problems: tuple[str, ...] = ()
+
+
+def _shell_value(text: str, name: str) -> tuple[str, int] | None:
+    out = None
+    for n, raw in enumerate(text.splitlines(), 1):
+        m = re.match(rf"\s*{name}=(.*)$", raw)
+        if m:
+            out = (m.group(1).strip().strip("\"'"), n)
+    return out
+
+
+def ufw_sysctl(host: Host, init: Applier) -> UfwSysctl | None:
+    """The file ufw-init re-applies after the boot applier, or ``None`` when ufw does not
+    start at boot or applies nothing (memoized)."""
+    return host.memo(("ufw-sysctl", init.name), lambda: _ufw_sysctl(host, init))
+
+
+def _ufw_sysctl(host: Host, init: Applier) -> UfwSysctl | None:
+    try:
+        conf = host.try_read_text(UFW_CONF)
+    except HostError:
+        return None
+    if conf is None:
+        return None
+    enabled = _shell_value(conf, "ENABLED")
+    if enabled is None or enabled[0] not in ("yes", "YES"):
+        return None
+    if init.name == "systemd-sysctl":
+        en = systemd.is_enabled(host, "ufw.service")
+        if not en.enabled:
+            return None
+        why = f"ufw is enabled ({UFW_CONF}:{enabled[1]} ENABLED={enabled[0]}, {en.reason})"
+    else:
+        links = [f"/etc/{d}/{n}" for d in ("rcS.d", "rc2.d") for n in host.listdir(f"/etc/{d}")
+                 if n.startswith("S") and n[3:] == "ufw"]
+        if not links:
+            return None
+        why = f"ufw is enabled ({UFW_CONF}:{enabled[1]} ENABLED={enabled[0]}, {links[0]})"
+    try:
+        dflt = host.try_read_text(UFW_DEFAULT) or ""
+    except HostError as exc:
+        return UfwSysctl("", (), why, (str(exc),))
+    setting = _shell_value(dflt, "IPT_SYSCTL")
+    if setting is None or not setting[0].startswith("/"):
+        return None
+    path = setting[0]
+    try:
+        text = host.try_read_text(path)
+    except HostError as exc:
+        return UfwSysctl(path, (), why, (str(exc),))
+    if not text:  # ufw-init: [ -s "$IPT_SYSCTL" ]
+        return None
+    try:
+        entries = sp.parse_procps(text, path)
+    except ParseError as exc:
+        return UfwSysctl(path, (), why, (str(exc),))
+    return UfwSysctl(path, tuple(entries), why)
+
+
+def ufw_decide(host: Host, init: Applier, key: str) -> tuple[sp.Decision, UfwSysctl] | None:
+    """The value ufw-init's ``sysctl -p`` writes to ``key`` (slash form), or ``None``."""
+    u = ufw_sysctl(host, init)
+    if u is None or not u.entries:
+        return None
+    dec = sp.procps_decide(u.entries, key)
+    return (dec, u) if dec.entry is not None else None
+
+
+# ------------------------------------------------------------------ kernel defaults
+@record
+class KernelDefault:
+    """A kernel default derived from the kernel's build configuration."""
+
+    value: str
+    text: str
+    """``0 (CONFIG_NUMA_BALANCING_DEFAULT_ENABLED is not set, proc/config.gz:214)``."""
+    evidence: tuple[Evidence, ...]
+
+
+def _config_option(text: str, name: str) -> tuple[str | None, int | None]:
+    """(value, line) of ``CONFIG_<name>`` (``None`` value: not set)."""
+    want = f"CONFIG_{name}="
+    unset = f"# CONFIG_{name} is not set"
+    for n, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if line.startswith(want):
+            return line[len(want):].strip('"'), n
+        if line == unset:
+            return None, n
+    return None, None
+
+
+def _online_nodes(host: Host) -> int | None:
+    if not host.live:
+        return None
+    try:
+        text = host.read_text("/sys/devices/system/node/online").strip()
+    except HostError:
+        return None
+    count = 0
+    for part in text.split(","):
+        lo, _, hi = part.partition("-")
+        if not lo.isdigit() or (hi and not hi.isdigit()):
+            return None
+        count += int(hi or lo) - int(lo) + 1
+    return count
+
+
+_IMAGE = re.compile(r"^\s*(?:linux|linuxefi|linux16)\s+\S*vmlinu[xz]-(\S+)")
+
+
+def boot_kernel_release(host: Host) -> str | None:
+    """The release of the kernel the bootloader will start (offline): the ``version`` of
+    the default BLS entry, or the ``vmlinuz-<release>`` of grub.cfg's first ``linux``
+    line; ``None`` when neither names one."""
+    from aiaudit.linux.boot import loaders as bc
+
+    try:
+        booted = boot.load(host).booted
+        if booted is None or booted.kind not in ("bls", "grub.cfg"):
+            return None
+        text = host.read_text(booted.path)
+    except (HostError, ParseError):
+        return None
+    if booted.kind == "bls":
+        try:
+            return bc.parse_bls(text).version
+        except ParseError:
+            return None
+    lines = text.splitlines()
+    m = _IMAGE.match(lines[booted.line - 1]) if booted.line and booted.line <= len(lines) \
+        else None
+    return m.group(1) if m else None
+
+
+def boot_kernel_config(host: Host) -> tuple[str, str] | None:
+    """(path, text) of ``/boot/config-<release>`` for the kernel that will boot, else the
+    newest one (:func:`aiaudit.tuning.kernel_config`)."""
+    from aiaudit.linux.kernel.config import kernel_config
+
+    rel = boot_kernel_release(host)
+    if rel and "/" not in rel:
+        path = f"/boot/config-{rel}"
+        try:
+            return path, host.read_text(path)
+        except HostError:
+            pass
+    return kernel_config(host)
+
+
+DERIVED_DEFAULTS = ("kernel/numa_balancing", "kernel/dmesg_restrict")
+"""The keys whose kernel default :func:`kernel_default` derives (slash form)."""
+
+
+def kernel_default(host: Host, key: str) -> KernelDefault | None:
+    """The value ``key`` (slash form) has at boot when no file sets it, as the kernel's
+    build configuration decides; ``None`` when this module does not know the key or the
+    configuration is not available."""
+    if key not in DERIVED_DEFAULTS:
+        return None
+    from aiaudit.linux.kernel.config import kernel_config
+
+    if key == "kernel/numa_balancing":
+        try:
+            cmd = boot.load(host).booted
+        except (HostError, ParseError):
+            cmd = None
+        param = cmd.get("numa_balancing") if cmd is not None else None
+        if param is not None and param.value in ("enable", "disable"):
+            value = "1" if param.value == "enable" else "0"
+            return KernelDefault(value, f"{value} ({param} on {cmd.where()})",
+                                 (cmd.evidence("numa_balancing"),))
+    kc = boot_kernel_config(host) if not host.live else kernel_config(host)
+    if kc is None:
+        return None
+    path, text = kc
+    loc = path.lstrip("/")
+    if key == "kernel/dmesg_restrict":
+        val, line = _config_option(text, "SECURITY_DMESG_RESTRICT")
+        value = "1" if val == "y" else "0"
+        state = "=y" if val == "y" else " is not set"
+        return KernelDefault(value, f"kernel default {value}: CONFIG_SECURITY_DMESG_RESTRICT"
+                             f"{state} ({loc}{f':{line}' if line else ''})",
+                             (Evidence.file(path, line, f"CONFIG_SECURITY_DMESG_RESTRICT{state}"),))
+    val, line = _config_option(text, "NUMA_BALANCING_DEFAULT_ENABLED")
+    where = f"{loc}{f':{line}' if line else ''}"
+    ev = Evidence.file(path, line, "CONFIG_NUMA_BALANCING_DEFAULT_ENABLED" +
+                       ("=y" if val == "y" else " is not set"))
+    if val != "y":
+        return KernelDefault("0", f"kernel default 0: CONFIG_NUMA_BALANCING_DEFAULT_ENABLED "
+                             f"is not set ({where})", (ev,))
+    nodes = _online_nodes(host)
+    if nodes is not None and nodes <= 1:
+        return KernelDefault("0", f"kernel default 0: CONFIG_NUMA_BALANCING_DEFAULT_ENABLED"
+                             f"=y ({where}) but only {nodes} NUMA node is online",
+                             (ev, Evidence.runtime("/sys/devices/system/node/online")))
+    more = "" if nodes is not None else " on a machine with more than one NUMA node"
+    return KernelDefault("1", f"kernel default 1{more}: CONFIG_NUMA_BALANCING_DEFAULT_ENABLED"
+                         f"=y ({where})", (ev,))

@@ -1,0 +1,1 @@
+"""systemd: unit files, drop-ins, enablement, what enabled services run at boot."""

@@ -1,0 +1,1 @@
+"""tuned: profiles, includes and the active profile."""

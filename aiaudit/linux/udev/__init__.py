@@ -1,0 +1,1 @@
+"""udev: rules files in the order udevd reads them, and their evaluation."""

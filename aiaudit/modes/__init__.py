@@ -1,0 +1,1 @@
+"""Operating modes around a scan: saved reports, --changes-since/--state, syslog."""

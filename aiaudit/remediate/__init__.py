@@ -1,0 +1,1 @@
+"""Fixes: grouping results by fix, and fix bundles (install.sh, playbook)."""

@@ -1,0 +1,229 @@
+"""Fix-first grouping: failures grouped by the fix that addresses them (text and HTML reports,
+``aiaudit explain``, the fleet view)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import field
+
+from aiaudit.core.model import Finding, RunResult, Severity, Status, sorted_findings
+from aiaudit.core.parsing import lazy_pattern
+from aiaudit.core.records import record
+
+
+@record(frozen=False)
+class FixGroup:
+    """Failures that one fix addresses, for the "fix first" part of human reports.
+
+    Results whose remediation is identical (summary, snippets, manual step) are one group;
+    groups whose drop-ins share a target path, or that run the same command, are one group
+    too, because that is one action (``aiaudit remediate`` writes such a file once).
+    """
+
+    severity: Severity = Severity.INFO
+    """The highest severity among :attr:`findings`."""
+    summary: str = ""
+    """One sentence saying what the fix does."""
+    also: list[str] = field(default_factory=list)
+    """Further summaries of fixes merged into this one (at most one)."""
+    steps: list[str] = field(default_factory=list)
+    """Further changes a person makes, when many fixes merged into this one."""
+    findings: list[Finding] = field(default_factory=list)
+    """The failures it fixes, worst fix first."""
+    files: dict[str, list[str]] = field(default_factory=dict)
+    """Target path -> lines of the drop-in."""
+    commands: list[str] = field(default_factory=list)
+    """Commands to run now, in order, without repeats."""
+    enable: list[str] = field(default_factory=list)
+    """systemd units to enable at boot."""
+    manual: list[str] = field(default_factory=list)
+    """Steps a person must take that no snippet does."""
+
+    @property
+    def rule_ids(self) -> list[str]:
+        """The rules it fixes, in first-seen order."""
+        return list(dict.fromkeys(f.rule_id for f in self.findings))
+
+    def subjects(self, rule_id: str) -> list[str]:
+        """The subjects of ``rule_id`` that it fixes."""
+        return [f.result.subject for f in self.findings if f.rule_id == rule_id]
+
+
+_HEREDOC = lazy_pattern(
+    r"cat > (/[^\s'\"<>;&|]+) <<'?([A-Za-z_]+)'?\n((?:.*\n)*?)\2(?:\n(.*))?", re.DOTALL)
+
+
+def split_heredoc(command: str) -> tuple[str, str, str] | None:
+    """``(path, content, rest)`` for a command that writes a file with a here-document
+    (``cat > /etc/x <<'EOF'`` ... ``EOF``, then more commands); ``None`` otherwise.  Lets a
+    fix written as one shell command be grouped with fixes that write the same file."""
+    m = _HEREDOC().fullmatch(command.rstrip("\n"))
+    if m is None:
+        return None
+    return m.group(1), m.group(3), (m.group(4) or "").strip()
+
+
+def _snippets(f: Finding) -> tuple[tuple[str, str | None, str], ...]:
+    rem = f.result.remediation
+    out: list[tuple[str, str | None, str]] = []
+    for s in rem.snippets if rem is not None else ():
+        split = split_heredoc(s.content) if s.kind == "command" else None
+        if split is not None:
+            path, content, rest = split
+            out.append(("file", path, content))
+            if rest:
+                out.append(("command", None, rest))
+        elif s.kind in ("file", "enable", "command"):
+            out.append((s.kind, s.path, s.content))
+        else:  # mask, edit, apply: the command a person would type
+            out.append(("command", s.path, s.shell()))
+    return tuple(out)
+
+
+def _fix_key(f: Finding, generic: dict[str, str]) -> tuple:
+    rem = f.result.remediation
+    if rem is not None:
+        return ("result", rem.summary, rem.manual, _snippets(f))
+    if generic.get(f.rule_id):
+        return ("rule", generic[f.rule_id])
+    return ("none", f.rule_id)
+
+
+def fix_groups(run: RunResult) -> list[FixGroup]:
+    """The failing results (waived ones excluded) grouped by the fix that addresses them,
+    ordered by the highest severity in the group, then by how many results it fixes."""
+    generic = {r.id: r.remediation for r in run.rules}
+    by_key: dict[tuple, list[Finding]] = {}
+    for f in sorted_findings(run):
+        if f.status is Status.FAIL:
+            by_key.setdefault(_fix_key(f, generic), []).append(f)
+    # worst and largest first, so a merged group is headed by its main fix
+    keys = sorted(by_key, key=lambda k: (-max(f.severity.rank for f in by_key[k]),
+                                         -len(by_key[k])))
+    parent = list(range(len(keys)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    # one action: fixes that write the same file, or that end in the same command (the
+    # sshd fixes each edit a line and all run `sshd -t && systemctl reload ssh`)
+    owner: dict[tuple[str, str], int] = {}
+    for i, k in enumerate(keys):
+        if k[0] != "result":
+            continue
+        for kind, path, content in k[3]:
+            shared = ("file", path) if kind == "file" and path else (kind, content.strip())
+            if shared in owner:
+                a, b = root(i), root(owner[shared])
+                parent[max(a, b)] = min(a, b)
+            else:
+                owner[shared] = i
+    members: dict[int, list[tuple]] = {}
+    for i, k in enumerate(keys):
+        members.setdefault(root(i), []).append(k)
+    groups = [_make_group(members[r], by_key) for r in sorted(members)]
+    groups.sort(key=lambda g: (-g.severity.rank, -len(g.findings)))
+    return groups
+
+
+MAX_SUMMARIES = 2
+"""A group merged from more fixes than this gets one headline; the rest become steps."""
+
+
+def _written(key: tuple) -> frozenset[tuple[str | None, str]]:
+    """The (path, content) of the files a fix key writes."""
+    if key[0] != "result":
+        return frozenset()
+    return frozenset((path, content) for kind, path, content in key[3] if kind == "file")
+
+
+def _make_group(keys: list[tuple], by_key: dict[tuple, list[Finding]]) -> FixGroup:
+    g = FixGroup()
+    g.findings = [f for k in keys for f in by_key[k]]
+    g.severity = max((f.severity for f in g.findings), key=lambda s: s.rank)
+    summaries: list[str] = []
+    written: dict[str, list[str]] = {}
+    for k in keys:
+        if k[0] == "result":
+            _, summary, manual, snippets = k
+            summaries.append(summary)
+            if manual and manual not in g.manual:
+                g.manual.append(manual)
+            for kind, path, content in snippets:
+                if kind == "file" and path:
+                    blocks = written.setdefault(path, [])
+                    if content not in blocks:
+                        blocks.append(content)
+                elif kind == "enable":
+                    if content.strip() not in g.enable:
+                        g.enable.append(content.strip())
+                elif content.strip() and content.rstrip("\n") not in g.commands:
+                    g.commands.append(content.rstrip("\n"))
+        elif k[0] == "rule":
+            summaries.append(k[1].strip())
+        else:
+            summaries.append(f"No fix is given: see `aiaudit explain {k[1]}`.")
+    g.files = {p: "".join(b if b.endswith("\n") else b + "\n" for b in blocks)
+               .rstrip("\n").split("\n") for p, blocks in written.items()}
+    g.commands = _sysctl_load(g.files, g.commands)
+    # a fix that writes exactly the files the first one writes (the boot and the running
+    # variant of one firewall fix) is that fix: its summary would say the same again
+    head_files = _written(keys[0])
+    summaries = [x for k, x in zip(keys, summaries, strict=True)
+                 if k is keys[0] or not head_files or _written(k) != head_files]
+    summaries = list(dict.fromkeys(summaries))
+    if len(summaries) <= MAX_SUMMARIES:
+        g.summary, g.also = summaries[0], summaries[1:]
+    elif not g.files:
+        # the summaries are the fix (edit this line...): one headline, the rest are steps
+        g.summary = f"{summaries[0]} (and {len(summaries) - 1} more changes, listed with it)"
+        g.steps = summaries[1:]
+    else:
+        # what the drop-ins say is the fix; the per-setting summaries would repeat them
+        nlines = sum(len(v) for v in g.files.values())
+        parts = [f"Add {nlines} line{'s' if nlines != 1 else ''} to "
+                 + ", ".join(sorted(g.files))]
+        if g.commands:
+            n = len(g.commands)
+            parts.append(f"run {n} command{'s' if n != 1 else ''} to apply "
+                         + ("it" if n == 1 else "them") + " now")
+        g.summary = " and ".join(parts) + "."
+    return g
+
+
+_SYSCTL_W = re.compile(r"sysctl -w ([A-Za-z0-9_./*-]+)='([^'\n]*)'")
+
+
+_SYSCTL_LINE = re.compile(r"([A-Za-z0-9_./*-]+) = (.*)")
+
+
+def _sysctl_load(files: dict[str, list[str]], commands: list[str]) -> list[str]:
+    """``sysctl -w KEY='VALUE'`` for each key of a sysctl.d drop-in the same fix writes is
+    ``sysctl -p FILE`` (procps: load the settings of that file), one line for a person to
+    paste instead of one per key; other commands stay, in order."""
+    dropins = {p: {m.group(1): m.group(2) for ln in lines if (m := _SYSCTL_LINE.fullmatch(ln))}
+               for p, lines in files.items() if p.startswith("/etc/sysctl.d/")}
+    out: list[str] = []
+    for cmd in commands:
+        m = _SYSCTL_W.fullmatch(cmd)
+        path = next((p for p, kv in dropins.items()
+                     if m is not None and kv.get(m.group(1)) == m.group(2)), None)
+        if path is None:
+            out.append(cmd)
+        elif f"sysctl -p {path}" not in out:
+            out.append(f"sysctl -p {path}")
+    return out
+
+
+def heredoc(path: str, lines: list[str]) -> str:
+    """A shell command writing ``lines`` to ``path``: a quoted here-document, so nothing in
+    the content is expanded, with a delimiter no content line equals."""
+    import shlex
+
+    delim = "EOF"
+    while delim in lines:
+        delim += "_"
+    return "\n".join([f"cat > {shlex.quote(path)} <<'{delim}'", *lines, delim])
