@@ -95,9 +95,9 @@ def measure(argv: list[str], runs: int, cwd: str) -> dict[str, float]:
 IMPORT_DEPS = ("import argparse, json, dataclasses, typing, threading, subprocess, fnmatch, "
                "ipaddress, signal, pluggy")
 """The standard library and dependencies every scan imports, whatever aiaudit does."""
-IMPORT_ALL = ("import importlib, aiaudit.cli, aiaudit.core.runner, aiaudit.reporters.json\n"
-              "from aiaudit.core.manifest import BUILTIN_CHECKS\n"
-              "for m in sorted(set(BUILTIN_CHECKS.values())): importlib.import_module(m)")
+IMPORT_ALL = ("import aiaudit.cli, aiaudit.core.runner, aiaudit.reporters.json\n"
+              "from aiaudit.core.plugins import builtin_modules\n"
+              "builtin_modules()")
 """Everything a dl-training scan imports before its first rule runs."""
 
 

@@ -106,7 +106,7 @@ def test_installed_package_layout(installed) -> None:
     bin_, _, work, env = installed
     code = """
 import importlib.resources as r, importlib.util, json
-import aiaudit, aiaudit.checks.sysctl
+import aiaudit, aiaudit.checks.legacy_sysctl
 print(json.dumps({
     "file": aiaudit.__file__,
     "rulesets": r.files("aiaudit.rulesets").joinpath("dl-training.yaml").is_file(),

@@ -80,8 +80,8 @@ def test_a_scan_does_not_import(module: str, scanned_modules: set[str]) -> None:
 
 def test_the_scan_ran_its_checks(scanned_modules: set[str]) -> None:
     """The guard above means something only if the scan really loaded its checks."""
-    for mod in ("aiaudit.checks.sysctl", "aiaudit.checks.cstates", "aiaudit.checks.sshd",
-                "aiaudit.reporters.json"):
+    for mod in ("aiaudit.checks.kernel.sysctl", "aiaudit.checks.cpu.cstates",
+                "aiaudit.checks.ssh.sshd_option", "aiaudit.reporters.json"):
         assert mod in scanned_modules
 
 
@@ -118,6 +118,6 @@ def test_a_prolog_scan_does_not_import(module: str, prolog_modules: set[str]) ->
 
 
 def test_the_prolog_ran_its_checks(prolog_modules: set[str]) -> None:
-    for mod in ("aiaudit.checks.cpu", "aiaudit.checks.memory", "aiaudit.checks.gpu",
-                "aiaudit.checks.slurm"):
+    for mod in ("aiaudit.checks.cpu.governor", "aiaudit.checks.memory.shm",
+                "aiaudit.checks.gpu.count", "aiaudit.checks.slurm.job_limits"):
         assert mod in prolog_modules

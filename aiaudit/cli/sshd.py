@@ -48,7 +48,7 @@ def connection(host: Host, fields: dict[str, str]) -> tuple[sp.Connection, list[
     groups: tuple[str, ...] | None = None
     user = fields.get("user")
     if user:
-        from aiaudit.checks.limits import accounts
+        from aiaudit.linux.accounts.users import accounts
 
         try:
             db = accounts(host).db
@@ -72,7 +72,7 @@ def connection(host: Host, fields: dict[str, str]) -> tuple[sp.Connection, list[
 
 def view(host: Host, spec: str | None) -> dict[str, Any]:
     """The effective configuration for the connection ``spec`` (JSON-ready)."""
-    from aiaudit.checks.sshd import load_config
+    from aiaudit.linux.sshd.effective import load_config
 
     loaded = load_config(host)
     if loaded.skip:

@@ -42,32 +42,55 @@ class Registry:
 T = TypeVar("T")
 
 
+def builtin_module(kind: str, key: str) -> str | None:
+    """The built-in module that provides check ``key`` or reporter ``key``, by the layout
+    rule (check ``kernel.sysctl`` is ``aiaudit.checks.kernel.sysctl``, reporter ``json`` is
+    ``aiaudit.reporters.json``), or ``None`` when no such module exists.  Found without
+    importing the module itself (only its parent packages), so a third-party plugin cannot
+    claim a built-in id before the built-in module is loaded."""
+    import importlib.util
+
+    package = BUILTIN_PACKAGES[0] if kind == "check" else BUILTIN_PACKAGES[1]
+    if not key or not all(part.isidentifier() and not part.startswith("_")
+                          for part in key.split(".")):
+        return None
+    name = f"{package}.{key}"
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):  # a parent that is a module, not a package
+        return None
+    return name if spec is not None and spec.origin else None
+
+
 class LazyTable(Mapping[str, T]):
     """A read-only mapping whose built-in entries are imported on first use.
 
-    ``manifest`` names the module that provides each built-in key; a lookup imports only
-    that module.  Iteration, ``len`` and a key the manifest does not know import every
-    built-in module first, so the table always answers as if everything were loaded.
+    A lookup imports only the module the layout rule names for the key
+    (:func:`builtin_module`).  Iteration, ``len`` and a key no such module registers import
+    every built-in module first, so the table always answers as if everything were loaded.
     """
 
-    def __init__(self, loaded: dict[str, T], manifest: Mapping[str, str],
-                 loader: _Loader) -> None:
+    def __init__(self, loaded: dict[str, T], kind: str, loader: _Loader) -> None:
         self._loaded = loaded
-        self._manifest = manifest
+        self._kind = kind
         self._loader = loader
 
     def __getitem__(self, key: str) -> T:
         if key not in self._loaded:
-            mod = self._manifest.get(key)
+            mod = builtin_module(self._kind, key)
             if mod is not None:
                 self._loader.load_module(mod)
-            if key not in self._loaded:  # unknown, or a stale manifest
+            if key not in self._loaded:  # unknown here: look everywhere
                 self._loader.load_all()
         return self._loaded[key]
 
     def __contains__(self, key: object) -> bool:
-        if key in self._loaded or key in self._manifest:
+        if key in self._loaded:
             return True
+        if isinstance(key, str) and builtin_module(self._kind, key) is not None:
+            self._loader.load_module(builtin_module(self._kind, key) or "")
+            if key in self._loaded:
+                return True
         self._loader.load_all()
         return key in self._loaded
 
@@ -108,15 +131,13 @@ class _Loader:
 
     A check id or reporter name registered twice is a :class:`UsageError` naming both
     plugins, whichever comes first: a third-party plugin can neither replace a built-in
-    check (the manifest knows every built-in id before its module is imported) nor another
+    check (the layout rule names every built-in module before it is imported) nor another
     plugin's.  While third-party plugins load, anything they print goes to stderr (stdout
     carries the report), and with a ``deadline`` a plugin whose import or registration
     does not return in time is a :class:`UsageError` too (see :func:`_bounded`)."""
 
     def __init__(self, entry_points: bool = True, extra: Iterable[object] = (),
                  deadline: Deadline | _After | None = None) -> None:
-        from aiaudit.core.manifest import BUILTIN_CHECKS, BUILTIN_REPORTERS
-
         self.pm = _PluginManager(hookspecs.PROJECT)
         self.pm.add_hookspecs(hookspecs)
         self.checks: dict[str, CheckSpec] = {}
@@ -124,7 +145,6 @@ class _Loader:
         self.rulesets: dict[str, RulesetSource] = {}
         self.owners: dict[tuple[str, str], str] = {}
         """(``check``/``reporter``, id) -> who registered it (for the duplicate message)."""
-        self.builtin = {"check": BUILTIN_CHECKS, "reporter": BUILTIN_REPORTERS}
         self.all_loaded = False
         for name in BUILTIN_MODULES:
             self.load_module(name)
@@ -135,8 +155,8 @@ class _Loader:
             third += find_entry_points(ENTRY_POINT_GROUP)
         if third:
             _bounded(lambda progress: self._load_third_party(third, progress), deadline)
-        self.registry = Registry(LazyTable(self.checks, BUILTIN_CHECKS, self),
-                                 LazyTable(self.reporters, BUILTIN_REPORTERS, self),
+        self.registry = Registry(LazyTable(self.checks, "check", self),
+                                 LazyTable(self.reporters, "reporter", self),
                                  self.rulesets,
                                  tuple(n for n, _ in self.pm.list_name_plugin()))
 
@@ -229,8 +249,8 @@ class _Loader:
         """Record that ``who`` registers ``kind`` ``key``; a second registration of the
         same key (or a third-party one of a built-in key not imported yet) is an error."""
         first = self.owners.get((kind, key))
-        if first is None and origin and key in self.builtin[kind]:
-            first = f"{BUILTIN_ORIGIN} module {self.builtin[kind][key]}"
+        if first is None and origin and (mod := builtin_module(kind, key)) is not None:
+            first = f"{BUILTIN_ORIGIN} module {mod}"
         if first is not None:
             raise UsageError(
                 f"{kind} {key!r} is registered twice: by {first} and by {who}; "
@@ -347,15 +367,21 @@ HOOK_PREFIX = "aiaudit_"
 
 
 def builtin_modules() -> list[ModuleType]:
-    """Import and return every built-in plugin module."""
+    """Import and return every built-in plugin module: the rulesets plugin, then every
+    module under ``aiaudit.checks`` (at any depth: ``checks/<area>/<name>.py``) and
+    ``aiaudit.reporters``, in name order.  Modules and packages whose name starts with
+    ``_`` are helpers, not plugins."""
     import pkgutil
 
     mods = [importlib.import_module(name) for name in BUILTIN_MODULES]
     for pkg_name in BUILTIN_PACKAGES:
         pkg = importlib.import_module(pkg_name)
-        for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda i: i.name):
-            if not info.name.startswith("_"):
-                mods.append(importlib.import_module(f"{pkg_name}.{info.name}"))
+        infos = pkgutil.walk_packages(pkg.__path__, prefix=f"{pkg_name}.")
+        for info in sorted(infos, key=lambda i: i.name):
+            leaf = info.name[len(pkg_name) + 1:]
+            if info.ispkg or any(part.startswith("_") for part in leaf.split(".")):
+                continue
+            mods.append(importlib.import_module(info.name))
     return mods
 
 

@@ -172,7 +172,7 @@ def test_governor_remediation_names_the_wrong_boot_setting(make_root) -> None:
 
 def test_scaling_driver_is_read_once_other_files_per_policy(make_root) -> None:
     # cpufreq.c show_scaling_driver prints the one global cpufreq_driver's name
-    from aiaudit.checks.cpu import cpufreq_state
+    from aiaudit.checks.legacy_cpu import cpufreq_state
 
     host = Host(str(_intel(make_root, lambda c: "performance")), live=True)
     opened: list[str] = []

@@ -197,7 +197,7 @@ def test_cpu_without_cpuidle_is_left_out(make_root) -> None:
     # with no deep state at all, a CPU without cpuidle is still probed and left out
     shallow = {k: v for k, v in cpuidle(3, INTEL[:3]).items() if "/cpu0/" not in k}
     shallow["/proc/cmdline"] = "ro intel_idle.max_cstate=1\n"
-    from aiaudit.checks.cstates import idle_state
+    from aiaudit.checks.legacy_cstates import idle_state
 
     state = idle_state(Host(str(make_root(shallow)), live=True), 10)
     assert [c.cpu for c in state.cpus] == [1, 2]
@@ -232,7 +232,7 @@ def test_live_sysfs_matches_a_full_per_cpu_read() -> None:
     import os
     from pathlib import Path
 
-    from aiaudit.checks.cstates import idle_state
+    from aiaudit.checks.legacy_cstates import idle_state
 
     cpu0 = Path(CPU) / "cpu0/cpuidle"
     if not (cpu0 / "state0").is_dir():

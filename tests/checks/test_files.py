@@ -9,7 +9,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from aiaudit.checks.files import SCHEMA
+from aiaudit.checks.legacy_files import SCHEMA
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

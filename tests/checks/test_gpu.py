@@ -316,7 +316,7 @@ def _fake_smi(tmp_path: Path, monkeypatch, body: str) -> None:
     smi.chmod(0o755)
     monkeypatch.setattr(host_mod, "TRUSTED_BIN_DIRS", (str(bindir),))
     # this machine has no GPU: let the rule apply as on a GPU node
-    monkeypatch.setattr("aiaudit.checks.gpu.gate", lambda *a, **k: None)
+    monkeypatch.setattr("aiaudit.checks.legacy_gpu.gate", lambda *a, **k: None)
 
 
 def _live_persistence(params: dict | None = None):

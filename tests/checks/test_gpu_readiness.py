@@ -9,7 +9,7 @@ import struct
 import subprocess
 
 import pytest
-from aiaudit.checks import gpu_readiness as gr
+from aiaudit.checks import legacy_gpu_readiness as gr
 
 from aiaudit.api import CheckContext
 from aiaudit.core.host import CommandResult, Host

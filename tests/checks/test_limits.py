@@ -347,10 +347,10 @@ def test_use_pam_from_the_sshd_model_when_installed(make_root, monkeypatch) -> N
         value: str
         directive: Directive | None
 
-    fake = types.ModuleType("aiaudit.checks.sshd")
+    fake = types.ModuleType("aiaudit.linux.sshd.effective")
     fake.effective_setting = lambda host, kw: Setting(
         "no", Directive("/etc/ssh/sshd_config.d/50-x.conf", 3, "UsePAM no"))
-    monkeypatch.setitem(sys.modules, "aiaudit.checks.sshd", fake)
+    monkeypatch.setitem(sys.modules, "aiaudit.linux.sshd.effective", fake)
     s = one(run_check("limits.pam_stack", make_root(DEBIAN)))
     assert s.status is Status.FAIL
     assert s.evidence[0].source == "etc/ssh/sshd_config.d/50-x.conf:3"
@@ -374,7 +374,7 @@ def test_clamped_soft_names_the_hard_line(make_root) -> None:
 
 
 def test_unknown_pam_version_assumption_is_stated_and_applied(make_root) -> None:
-    from aiaudit.checks.limits import pam_build
+    from aiaudit.checks.legacy_limits import pam_build
 
     from aiaudit.core.host import Host
 

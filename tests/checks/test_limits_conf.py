@@ -13,7 +13,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from aiaudit.checks.limits_conf import SCHEMA
+from aiaudit.checks.legacy_limits_conf import SCHEMA
 
 from aiaudit.core.model import Status
 from tests.checks.test_limits_oracle import _cap_sys_resource
@@ -176,7 +176,7 @@ def test_values_match_real_pam_limits(make_root) -> None:
 # ------------------------------------------------------------------ limits.effective max
 def test_effective_min_and_max(make_root) -> None:
     """limits.effective takes a max beside its min (a range of one training user)."""
-    from aiaudit.checks.limits import EFFECTIVE_SCHEMA
+    from aiaudit.checks.legacy_limits import EFFECTIVE_SCHEMA
 
     from tests.checks.test_limits import DEBIAN
 

@@ -123,9 +123,10 @@ def test_clamped_soft_names_the_hard_line(tmp_path: Path) -> None:
                         "memlock": [32768, ceiling["memlock"]]}}
              for i, (text, *_r) in enumerate(CLAMP_CASES)]
     real = _run_driver(cases)
-    from aiaudit.checks import limits as lc
+    from aiaudit.checks import legacy_limits as lc
 
     from aiaudit.core.host import Host
+    from aiaudit.linux.accounts import users
     from aiaudit.linux.pam_limits import conf as lp
 
     for case, got, (_text, item, soft_ln, hard_ln) in zip(cases, real, CLAMP_CASES,
@@ -134,7 +135,7 @@ def test_clamped_soft_names_the_hard_line(tmp_path: Path) -> None:
         host = Host(str(corpus._root(tmp_path / f"k{case['id']}", case)), live=False)
         build = lc.PamBuild(True, "1.5.2-6", (1, 5, 2), "oracle")
         files, _ = lc.limits_files(host, build, None)
-        acc = lc.accounts(host)
+        acc = users.accounts(host)
         sides = {i: (lp.Side(v[0], lp.KERNEL), lp.Side(v[1], lp.KERNEL))
                  for i, v in case["pid1"].items()}
         dec = lp.decide(files, lc.subject_for(acc, acc.db.user("alice")), sides,

@@ -146,7 +146,7 @@ def test_live_scan_sees_own_socket() -> None:
 
 
 def test_service_table_is_well_formed() -> None:
-    from aiaudit.checks.network import identify, load_services
+    from aiaudit.checks.legacy_network import identify, load_services
 
     services = load_services()
     names = [s.name for s in services]
@@ -186,7 +186,7 @@ def test_service_table_twin_in_sync() -> None:
 
 def test_service_table_stale_twin_falls_back_to_yaml(monkeypatch) -> None:
     import yaml
-    from aiaudit.checks import network
+    from aiaudit.checks import legacy_network as network
 
     from aiaudit.core import resources
 
@@ -259,7 +259,7 @@ class _CountingHost:
 
 
 def test_owner_walk_stops_once_every_socket_is_owned(make_root) -> None:
-    from aiaudit.checks import network
+    from aiaudit.checks import legacy_network as network
 
     procs = {5: ("tensorboard", "tensorboard", {3: 1}), 6: ("nc", "nc -l 9999", {4: 2}),
              7: ("tensorboard", "tensorboard worker", {3: 1})}

@@ -171,7 +171,7 @@ def test_kbdinteractive_match_block(make_root) -> None:
 
 
 def test_effective_setting_helper(make_root) -> None:
-    from aiaudit.checks.sshd import effective_setting
+    from aiaudit.linux.sshd.effective import effective_setting
 
     root = make_root({MAIN: DEBIAN_TOP})
     host = Host(str(root))
@@ -184,11 +184,10 @@ def test_passes_computed_once_per_run_for_all_rules(make_root, monkeypatch) -> N
     """Every SSH rule of a run shares one connection pass per Match block (and one global
     pass): the cost is configuration + rules, not their product.  A pass sshd would refuse
     is an error result for every rule that asks, the same each time."""
-    from aiaudit.checks import sshd as ch
-
     from aiaudit.api import CheckContext
     from aiaudit.core.plugins import registry
     from aiaudit.linux.sshd import config as sp
+    from aiaudit.linux.sshd import effective as ch
 
     root = make_root({MAIN: DEBIAN_TOP + "Match User a\n  X11Forwarding no\n"
                             "Match User b\n  PermitRootLogin yes\n"

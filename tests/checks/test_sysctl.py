@@ -13,11 +13,12 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from aiaudit.checks.sysctl import DROPIN, Resolved, dropin_path, load_config, resolved
+from aiaudit.checks.legacy_sysctl import DROPIN, Resolved, dropin_path, resolved
 
 from aiaudit.core.host import Host
 from aiaudit.core.model import Aspect, Status
 from aiaudit.linux.sysctl import conf as sp
+from aiaudit.linux.sysctl.files import load_config
 from tests.checks import sysctl_oracle as so
 from tests.helpers import run_check
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from aiaudit.checks import tcpmem
+from aiaudit.checks import legacy_tcpmem as tcpmem
 
 from aiaudit.core.model import Aspect, Status
 from tests.helpers import run_check

@@ -12,11 +12,11 @@ import subprocess
 import time
 
 import pytest
-from aiaudit.checks.updates import version_key
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aiaudit.core.model import Status
+from aiaudit.linux.packages.dpkg import version_key
 from tests.helpers import run_check
 
 SEC = ("/var/lib/apt/lists/deb.debian.org_debian-security_dists_bookworm-security_main_"
@@ -61,7 +61,7 @@ def test_compressed_lists(make_root) -> None:
 
 
 def test_decompression_bomb_is_bounded(make_root, monkeypatch) -> None:
-    from aiaudit.checks import updates
+    from aiaudit.checks import legacy_updates as updates
 
     monkeypatch.setattr(updates, "LIST_CAP", 1 << 20)
     st_ = status(("bash", "5.2.15-2", "amd64"))
@@ -193,7 +193,7 @@ APT_TREES = {
 def test_apt_conf_matches_apt_config(make_root, tmp_path, name: str) -> None:
     """Our reading of apt.conf.d + apt.conf against apt's own: APT_CONFIG points
     Dir::Etc::parts/main at the tree (apt-pkg pkgInitConfig reads parts, then main)."""
-    from aiaudit.checks.updates import apt_config
+    from aiaudit.checks.legacy_updates import apt_config
 
     from aiaudit.core.host import Host
 

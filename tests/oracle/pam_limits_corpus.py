@@ -13,9 +13,10 @@ import random
 from pathlib import Path
 from typing import Any
 
-from aiaudit.checks import limits as lc
+from aiaudit.checks import legacy_limits as lc
 
 from aiaudit.core.host import Host
+from aiaudit.linux.accounts import users
 from aiaudit.linux.pam_limits import conf as lp
 
 PASSWD = ("root:x:0:0:root:/root:/bin/sh\n"
@@ -127,7 +128,7 @@ def predict(case: dict[str, Any], base: Path, *, cap_sys_resource: bool,
     host = Host(str(_root(base, case)), live=False)
     build = lc.PamBuild(True, "1.5.2-6", (1, 5, 2), "oracle")
     child = {k: tuple(_inf(x) for x in v) for k, v in case["child"].items()}
-    acc = lc.accounts(host)
+    acc = users.accounts(host)
     user = acc.db.user(case["user"])
 
     def out(vals: dict[str, tuple[int, int]], rc: int) -> dict[str, Any]:

@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from aiaudit.checks import firewall
+from aiaudit.checks import legacy_firewall as firewall
 
 from aiaudit.linux.netfilter import inbound, nft
 from aiaudit.linux.netfilter import model as nf

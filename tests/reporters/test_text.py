@@ -186,7 +186,7 @@ def test_training_user_note_once_near_the_top() -> None:
 
 
 def test_skip_message_prefix_is_the_limits_checks() -> None:
-    from checks.limits import NO_USER
+    from aiaudit.linux.accounts.users import NO_USER
 
     assert NO_USER.startswith(SKIP_NO_USER)
 

@@ -173,3 +173,10 @@ def version_tuple(version: str) -> tuple[int, ...]:
         if m.end() != len(part):
             break
     return tuple(out)
+
+
+def version_key(v: str) -> object:
+    """A sort key ordering Debian versions as dpkg does (python-debian)."""
+    from debian.debian_support import Version
+
+    return Version(v)

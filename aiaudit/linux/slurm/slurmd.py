@@ -22,6 +22,9 @@ from aiaudit.core.errors import HostError, ParseError
 from aiaudit.core.host import Host
 from aiaudit.core.model import Evidence
 from aiaudit.core.records import record
+from aiaudit.linux.packages.installed import dpkg_version
+from aiaudit.linux.procs import proc_of
+from aiaudit.linux.slurm import conf as sp
 from aiaudit.linux.systemd import units as systemd
 
 DEFAULT_CONFS = ("/etc/slurm/slurm.conf", "/etc/slurm-llnl/slurm.conf")
@@ -183,3 +186,52 @@ def _from_proc(host: Host, pid: str) -> ConfChoice | None:
                                   f"environment (pid {pid})",
                                   (Evidence.runtime(f"/proc/{pid}/environ", var),))
     return _default(host, f"the running slurmd (pid {pid}) sets neither -f nor SLURM_CONF")
+
+
+SLURM_CONFS = DEFAULT_CONFS
+
+
+def running_conf_choice(host: Host) -> ConfChoice:
+    """:func:`conf_choice` for the slurmd that runs now (live: its ``/proc`` entry decides),
+    or as its unit would start it (offline)."""
+    return conf_choice(host, proc_of(host, "slurmd") if host.live else None)
+
+
+def slurm_conf(host: Host) -> tuple[str | None, dict[str, sp.Setting], list[str]]:
+    """(path, {lowercased key: last setting}, problems) of the slurm.conf slurmd reads."""
+    choice = running_conf_choice(host)
+    path = choice.path
+    settings: dict[str, sp.Setting] = {}
+    problems: list[str] = []
+    if path is None:
+        return None, settings, problems
+    if not host.is_file(path):
+        problems.append(f"{path} ({choice.how}) is not a readable file")
+        return path, settings, problems
+    base = path.rsplit("/", 1)[0]
+
+    def load(p: str, depth: int) -> None:
+        try:
+            items, includes = sp.parse(host.read_text(p), p)
+        except (HostError, ParseError) as exc:
+            problems.append(str(exc))
+            return
+        for s in items:
+            settings[s.key.lower()] = s  # a repeated key: the last one read wins
+        for _n, pat in includes:
+            full = pat if pat.startswith("/") else f"{base}/{pat}"
+            for inc in host.glob(full) if depth < 8 else []:
+                load(inc, depth + 1)
+
+    load(path, 0)
+    return path, settings, problems
+
+
+def installed(host: Host) -> bool:
+    """Slurm's node daemon is present: a slurm.conf, a slurmd unit or package."""
+    if any(host.is_file(p) for p in SLURM_CONFS):
+        return True
+    if dpkg_version(host, "slurmd") or dpkg_version(host, "slurm-wlm"):
+        return True
+    return any(host.exists(f"{d}/slurmd.service") for d in
+               ("/etc/systemd/system", "/usr/lib/systemd/system", "/lib/systemd/system"))

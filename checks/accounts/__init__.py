@@ -1,0 +1,1 @@
+"""Checks ``accounts.<name>``, one module each: ``checks/accounts/<name>.py``."""

@@ -1,0 +1,1 @@
+"""Checks ``block.<name>``, one module each: ``checks/block/<name>.py``."""

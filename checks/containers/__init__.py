@@ -1,0 +1,1 @@
+"""Checks ``containers.<name>``, one module each: ``checks/containers/<name>.py``."""

@@ -1,0 +1,1 @@
+"""Checks ``cpu.<name>``, one module each: ``checks/cpu/<name>.py``."""

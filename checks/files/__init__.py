@@ -1,0 +1,1 @@
+"""Checks ``files.<name>``, one module each: ``checks/files/<name>.py``."""

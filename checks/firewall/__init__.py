@@ -1,0 +1,1 @@
+"""Checks ``firewall.<name>``, one module each: ``checks/firewall/<name>.py``."""

@@ -1,0 +1,1 @@
+"""Checks ``gpu.<name>``, one module each: ``checks/gpu/<name>.py``."""

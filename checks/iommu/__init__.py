@@ -1,0 +1,1 @@
+"""Checks ``iommu.<name>``, one module each: ``checks/iommu/<name>.py``."""

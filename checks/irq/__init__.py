@@ -1,0 +1,1 @@
+"""Checks ``irq.<name>``, one module each: ``checks/irq/<name>.py``."""

@@ -1,0 +1,1 @@
+"""Checks ``kernel.<name>``, one module each: ``checks/kernel/<name>.py``."""

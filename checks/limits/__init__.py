@@ -1,0 +1,1 @@
+"""Checks ``limits.<name>``, one module each: ``checks/limits/<name>.py``."""

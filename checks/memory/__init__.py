@@ -1,0 +1,1 @@
+"""Checks ``memory.<name>``, one module each: ``checks/memory/<name>.py``."""

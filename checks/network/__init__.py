@@ -1,0 +1,1 @@
+"""Checks ``network.<name>``, one module each: ``checks/network/<name>.py``."""

@@ -1,0 +1,1 @@
+"""Checks ``pci.<name>``, one module each: ``checks/pci/<name>.py``."""

@@ -1,0 +1,1 @@
+"""Checks ``rdma.<name>``, one module each: ``checks/rdma/<name>.py``."""

@@ -1,0 +1,1 @@
+"""Checks ``slurm.<name>``, one module each: ``checks/slurm/<name>.py``."""

@@ -1,0 +1,1 @@
+"""Checks ``ssh.<name>``, one module each: ``checks/ssh/<name>.py``."""

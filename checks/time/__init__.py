@@ -1,0 +1,1 @@
+"""Checks ``time.<name>``, one module each: ``checks/time/<name>.py``."""

@@ -1,0 +1,1 @@
+"""Checks ``updates.<name>``, one module each: ``checks/updates/<name>.py``."""

@@ -1,0 +1,1 @@
+"""Checks ``user.<name>``, one module each: ``checks/user/<name>.py``."""
