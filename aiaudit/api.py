@@ -1,3 +1,4 @@
+# mypy: disallow-untyped-defs, disallow-incomplete-defs, check-untyped-defs, warn-return-any
 """The public API for plugin authors: everything a check or reporter plugin needs.
 
 A plugin module (built-in or third-party) defines hook implementations::
@@ -24,6 +25,7 @@ from aiaudit.core.model import (
     RunResult,
     Severity,
     Snippet,
+    SnippetKind,
     Status,
 )
 from aiaudit.core.records import record
@@ -46,6 +48,7 @@ __all__ = [
     "RunResult",
     "Severity",
     "Snippet",
+    "SnippetKind",
     "Status",
     "hookimpl",
 ]
@@ -78,7 +81,9 @@ class CheckSpec:
     """Lowercase dotted id, e.g. ``kernel.sysctl``."""
     title: str
     run: CheckFn
-    """Yields one :class:`Result` per subject.  Must only read through ``ctx.host``."""
+    """Yields one :class:`Result` per subject.  Must only read through ``ctx.host``.  A
+    result of the wrong shape (``status="fail"`` instead of :attr:`Status.FAIL`, a command
+    string where a :class:`Snippet` belongs) is an ``error`` result for the rule."""
     params_schema: Mapping[str, Any] = field(default_factory=lambda: {"type": "object"})
     """JSON Schema (2020-12) for the rule params; ``default`` values are filled in."""
     description: str = ""

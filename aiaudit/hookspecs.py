@@ -1,3 +1,4 @@
+# mypy: disallow-untyped-defs, disallow-incomplete-defs, check-untyped-defs, warn-return-any
 """pluggy hook specifications: the contract between aiaudit and its plugins.
 
 Built-in checks and reporters register through exactly these hooks, the same path as
@@ -27,8 +28,9 @@ def aiaudit_register_checks() -> list[CheckSpec]:
     registering one that exists (a built-in one included) stops the scan with a usage error
     naming both plugins.  A third-party plugin's checks run in a worker process that the
     runner kills at the rule timeout or scan deadline; whatever they raise (``SystemExit``
-    included) or return that is not results is an ``error`` result for their rule only, and
-    what they print goes to stderr.
+    included) or return that is not well-formed results (:mod:`aiaudit.core.wellformed`: a
+    ``status`` that is a plain string, a snippet that is not a :class:`~aiaudit.api.Snippet`
+    ...) is an ``error`` result for their rule only, and what they print goes to stderr.
     """
     raise NotImplementedError
 

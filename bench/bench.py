@@ -95,7 +95,7 @@ def measure(argv: list[str], runs: int, cwd: str) -> dict[str, float]:
 IMPORT_DEPS = ("import argparse, json, dataclasses, typing, threading, subprocess, fnmatch, "
                "ipaddress, signal, pluggy")
 """The standard library and dependencies every scan imports, whatever aiaudit does."""
-IMPORT_ALL = ("import aiaudit.cli, aiaudit.core.runner, aiaudit.reporters.json\n"
+IMPORT_ALL = ("import aiaudit.cli, aiaudit.core.scan, aiaudit.reporters.json\n"
               "from aiaudit.core.plugins import builtin_modules\n"
               "builtin_modules()")
 """Everything a dl-training scan imports before its first rule runs."""

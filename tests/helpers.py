@@ -90,3 +90,34 @@ def cli(*args: str, env: Mapping[str, str] | None = None) -> CliResult:
 def python() -> str:
     """The interpreter running the tests."""
     return sys.executable
+
+
+class CpuTime:
+    """CPU seconds (user + system) spent inside a ``with`` block by this process (all its
+    threads) and the child processes it waited for: what a test that bounds cost compares.
+    Wall time on a shared machine is noise (a test failed at 12.7 s against 10 s under
+    load); only a deadline test measures wall time, with a generous bound.
+
+    ::
+
+        with CpuTime() as t:
+            work()
+        assert t.seconds < 2
+    """
+
+    seconds: float = 0.0
+
+    @staticmethod
+    def _now() -> float:
+        import resource
+
+        own = resource.getrusage(resource.RUSAGE_SELF)
+        kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+    def __enter__(self) -> CpuTime:
+        self._start = self._now()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.seconds = self._now() - self._start

@@ -224,6 +224,10 @@ class ChildScan:
     maxrss_mb: float
     """Peak resident set of the scan (and the processes it waited for), in MiB."""
     seconds: float
+    """Wall time: only for checks that a deadline stopped something (generous bounds)."""
+    cpu_seconds: float
+    """CPU time (user + system) of the scan and the processes it waited for: what a cost
+    bound compares, stable on a loaded machine where wall time is not."""
 
     def report(self) -> dict:
         """The JSON report on stdout."""
@@ -237,6 +241,7 @@ p = subprocess.run(sys.argv[1:], capture_output=True)
 took = time.monotonic() - t
 ru = resource.getrusage(resource.RUSAGE_CHILDREN)
 sys.stdout.buffer.write(json.dumps({"rc": p.returncode, "rss": ru.ru_maxrss, "s": took,
+                                    "cpu": ru.ru_utime + ru.ru_stime,
                                     "out": p.stdout.decode("utf-8", "replace"),
                                     "err": p.stderr.decode("utf-8", "replace")}).encode())
 """
@@ -257,4 +262,4 @@ def child_run(argv: list[str], env: dict[str, str] | None = None,
     proc = subprocess.run([sys.executable, "-c", _WRAPPER, *argv], capture_output=True,
                           timeout=timeout, env={**os.environ, **(env or {})})
     got = json.loads(proc.stdout)
-    return ChildScan(got["rc"], got["out"], got["err"], got["rss"] / 1024, got["s"])
+    return ChildScan(got["rc"], got["out"], got["err"], got["rss"] / 1024, got["s"], got["cpu"])

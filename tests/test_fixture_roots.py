@@ -22,7 +22,7 @@ import yaml
 
 from aiaudit.core import plugins, ruleset
 from aiaudit.core.host import Host
-from aiaudit.core.runner import ScanOptions, scan
+from aiaudit.core.scan import ScanOptions, scan
 from tests.helpers import ROOTS
 
 CASES = sorted(p.parent for p in ROOTS.glob("*/expected.yaml"))

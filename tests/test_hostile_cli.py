@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from aiaudit import cli as cli_mod
 from aiaudit.api import ReporterSpec
+from aiaudit.cli import scan as cli_scan
 from aiaudit.core import plugins
 from tests.helpers import FIXTURES, cli
 from tests.modes_support import scripted  # noqa: F401  (fixture)
@@ -439,7 +439,7 @@ def _busy(run, options):
 
 def test_a_reporter_that_overruns_the_deadline_is_stopped(tmp_path: Path, monkeypatch) -> None:
     _with_reporters(monkeypatch, ReporterSpec(name="busy", render=_busy))
-    monkeypatch.setattr(cli_mod, "REPORT_MIN_S", 0.3)
+    monkeypatch.setattr(cli_scan, "REPORT_MIN_S", 0.3)
     first = tmp_path / "first.json"
     t0 = time.monotonic()
     res = cli("scan", "--ruleset", SMALL, "--root", str(tmp_path), "--timeout", "0.2",
@@ -470,8 +470,9 @@ def stuck(run, options):
 reg = plugins.registry()
 plugins._REGISTRY = replace(reg, reporters={**reg.reporters,
                                             "stuck": ReporterSpec(name="stuck", render=stuck)})
-cli.REPORT_MIN_S = 0.3
-cli.REPORT_HARD_GRACE_S = 0.5
+import aiaudit.cli.output, aiaudit.cli.scan
+aiaudit.cli.scan.REPORT_MIN_S = 0.3
+aiaudit.cli.output.REPORT_HARD_GRACE_S = 0.5
 sys.exit(cli.main(sys.argv[1:]))
 """
 

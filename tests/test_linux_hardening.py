@@ -1,6 +1,6 @@
 """The shipped ``linux-hardening`` ruleset: it validates, every rule passes on a hardened
 root and the right ones fail on a stock Debian root, and each verdict agrees with what the
-real systemd-sysctl writes at boot (tests/checks/sysctl_oracle.py)."""
+real systemd-sysctl writes at boot (tests/linux/sysctl/sysctl_oracle.py)."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from aiaudit.core import plugins, ruleset
 from aiaudit.core.host import Host
 from aiaudit.core.model import Status
 from aiaudit.core.ruleset.predicates import Predicate
-from aiaudit.core.runner import ScanOptions, scan
-from tests.checks import sysctl_oracle as oracle
+from aiaudit.core.scan import ScanOptions, scan
 from tests.helpers import build_root
+from tests.linux.sysctl import sysctl_oracle as oracle
 
 REG = plugins.registry()
 DEBIAN_LINKS = ("fs.protected_fifos = 1\nfs.protected_hardlinks = 1\n"

@@ -18,7 +18,7 @@ from aiaudit.api import CheckSpec, hookimpl
 from aiaudit.core import plugins, ruleset
 from aiaudit.core.errors import UsageError
 from aiaudit.core.host import Host
-from aiaudit.core.runner import ScanOptions, scan
+from aiaudit.core.scan import ScanOptions, scan
 from tests.helpers import FIXTURES
 
 PROJECT = Path(__file__).resolve().parent.parent
@@ -106,7 +106,7 @@ def test_installed_package_layout(installed) -> None:
     bin_, _, work, env = installed
     code = """
 import importlib.resources as r, importlib.util, json
-import aiaudit, aiaudit.checks.legacy_sysctl
+import aiaudit, aiaudit.checks.kernel.sysctl
 print(json.dumps({
     "file": aiaudit.__file__,
     "rulesets": r.files("aiaudit.rulesets").joinpath("dl-training.yaml").is_file(),

@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from aiaudit.cli import PROLOG_TIMEOUT, _mode_inputs, build_parser, reason_line
+from aiaudit.cli import build_parser
+from aiaudit.cli.options import PROLOG_TIMEOUT
+from aiaudit.cli.scan import mode_inputs, reason_line
 from tests.helpers import cli
 from tests.modes_support import (  # noqa: F401
     AIAUDIT,
@@ -115,12 +117,12 @@ def test_prolog_deadline_stops_the_scan(scripted, tmp_path: Path) -> None:  # no
 
 def test_prolog_defaults_and_explicit_values_win() -> None:
     p = build_parser()
-    m = _mode_inputs(p.parse_args(["scan", "--prolog"]))
+    m = mode_inputs(p.parse_args(["scan", "--prolog"]))
     assert (m.timeout, m.on_error, m.reason) == (PROLOG_TIMEOUT, "pass", True)
-    m = _mode_inputs(p.parse_args(["scan", "--prolog", "--timeout", "3", "--on-error",
+    m = mode_inputs(p.parse_args(["scan", "--prolog", "--timeout", "3", "--on-error",
                                    "fail"]))
     assert (m.timeout, m.on_error) == (3.0, "fail")
-    m = _mode_inputs(p.parse_args(["scan"]))
+    m = mode_inputs(p.parse_args(["scan"]))
     assert (m.timeout, m.on_error, m.reason) == (120.0, "code", False)
 
 

@@ -11,7 +11,7 @@ import pytest
 from aiaudit.core import plugins, ruleset
 from aiaudit.core.host import Host
 from aiaudit.core.model import Status, Waiver
-from aiaudit.core.runner import ScanOptions, scan
+from aiaudit.core.scan import ScanOptions, scan
 from aiaudit.core.serialize import run_dict, run_from_dict
 from aiaudit.reporters.json import render
 from tests.helpers import FIXTURES, ROOTS

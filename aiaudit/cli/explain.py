@@ -21,9 +21,8 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from aiaudit.core.errors import UsageError
 from aiaudit.core.escape import human_safe
-from aiaudit.core.model import Result, Status
+from aiaudit.core.model import DEFAULT_FILE_MODE, Result, Snippet, SnippetKind, Status
 from aiaudit.core.ruleset import Rule, Ruleset
-from aiaudit.remediate.grouping import split_heredoc
 
 PROBE_FILES = {"etc/ssh/sshd_config": "Include /etc/ssh/sshd_config.d/*.conf\n"}
 """The stock probe root: only what makes sshd's compiled-in defaults decide."""
@@ -56,7 +55,7 @@ def probe(rs: Ruleset, rules: Sequence[Rule]) -> dict[str, list[Result]]:
     """Each rule's results on the stock probe root (see the module docstring); none when
     no temporary directory can be made."""
     from aiaudit.core.host import Host
-    from aiaudit.core.runner import ScanOptions, scan
+    from aiaudit.core.scan import ScanOptions, scan
 
     if not rules:
         return {}
@@ -167,30 +166,29 @@ def _fix_lines(results: list[Result]) -> list[str]:
             continue
         block = [f"  {human_safe(rem.summary)}"]
         for s in rem.snippets:
-            split = split_heredoc(s.content) if s.kind == "command" else None
-            if s.kind == "file" or split:
-                path, content = (s.path or "", s.content) if not split else split[:2]
-                block.append(f"  writes {human_safe(path)}:")
-                block += ["    " + human_safe(ln)
-                          for ln in content.rstrip("\n").split("\n")]
-                if split and split[2]:
-                    block.append("  then runs:")
-                    block += ["    " + human_safe(ln) for ln in split[2].split("\n")]
-            elif s.kind == "enable":
-                block.append(f"  enables at boot: {human_safe(s.content)}")
-            elif s.kind == "mask":
-                block.append(f"  masks: {human_safe(s.content)}")
-            elif s.kind == "edit":
-                block.append(f"  edits {human_safe(s.path or '')} in place: "
-                             f"{human_safe(s.content)}")
-            else:  # command, apply: what a person would type
-                block.append("  runs now:")
-                block += ["    " + human_safe(ln) for ln in s.shell().split("\n")]
+            block += _snippet_lines(s)
         if rem.manual:
             block.append(f"  by hand: {human_safe(rem.manual)}")
         if "\n".join(block) not in "\n".join(lines):
             lines += block
     return lines
+
+
+def _snippet_lines(s: Snippet) -> list[str]:
+    """One snippet of a fix as a person reads it: the file it writes (and its mode when not
+    the default), the unit it enables or masks, the edit, or the command."""
+    if s.kind == SnippetKind.FILE:
+        mode = f" (mode {s.mode:04o})" if s.mode != DEFAULT_FILE_MODE else ""
+        return [f"  writes {human_safe(s.path or '')}{mode}:",
+                *("    " + human_safe(ln) for ln in s.content.rstrip("\n").split("\n"))]
+    if s.kind == SnippetKind.ENABLE:
+        return [f"  enables at boot: {human_safe(s.content)}"]
+    if s.kind == SnippetKind.MASK:
+        return [f"  masks: {human_safe(s.content)}"]
+    if s.kind == SnippetKind.EDIT:
+        return [f"  edits {human_safe(s.path or '')} in place: {human_safe(s.content)}"]
+    # command, apply: what a person would type
+    return ["  runs now:", *("    " + human_safe(ln) for ln in s.shell().split("\n"))]
 
 
 WIDTH = 96

@@ -1,3 +1,4 @@
+# mypy: disallow-untyped-defs, disallow-incomplete-defs, check-untyped-defs, warn-return-any
 """In-place edits a fix bundle makes to files it cannot replace whole (``/etc/fstab``,
 an ``sshd_config`` without ``Include sshd_config.d``).
 

@@ -1,3 +1,4 @@
+# mypy: disallow-untyped-defs, disallow-incomplete-defs, check-untyped-defs, warn-return-any
 """Exceptions and exit codes.
 
 Only :func:`aiaudit.cli.main` turns these into messages and exit codes (the one error
@@ -21,6 +22,13 @@ class ExitCode(enum.IntEnum):
     NOT_EVALUATED = 3
     """No failure at or above the threshold, but a rule at or above it could not be
     evaluated (error result): the caller cannot tell whether the host is good."""
+    INTERNAL = 4
+    """Internal error: a bug in aiaudit (never a finding, never a usage error)."""
+    BAD_INPUT = 5
+    """``aiaudit fleet`` only: some input report was unusable (one line each on stderr),
+    the rest was aggregated, and the fleet would otherwise exit 0 or 3."""
+    INTERRUPTED = 130
+    """Interrupted (``SIGINT``, Ctrl-C): 128 + the signal number, as a shell reports it."""
 
 
 class AuditError(Exception):

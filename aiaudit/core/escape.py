@@ -1,3 +1,4 @@
+# mypy: disallow-untyped-defs, disallow-incomplete-defs, check-untyped-defs, warn-return-any
 """Escaping for every output: XML characters, UTF-8 encodability, terminal and HTML safety.
 
 Host values (file contents, names) reach reports; what was there stays visible, escaped, and

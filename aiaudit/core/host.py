@@ -1,3 +1,4 @@
+# mypy: disallow-untyped-defs, disallow-incomplete-defs, check-untyped-defs, warn-return-any
 """The :class:`Host`: the only code that touches the scanned machine.
 
 Every path a check asks for is a path *as seen on the audited host* (``/etc/ssh/sshd_config``);
@@ -18,7 +19,7 @@ import signal
 import stat
 import threading
 import time
-from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence, TypeVar
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence, TypeVar, cast
 
 from aiaudit.core.records import record
 
@@ -168,7 +169,7 @@ class Host:
                 hit = self._memo[key]
                 if isinstance(hit, _Raised):
                     raise hit.exc
-                return hit  # type: ignore[return-value]
+                return cast(T, hit)  # stored by factory() for this key
         try:
             value = factory()
         except Exception as exc:
@@ -177,7 +178,7 @@ class Host:
             raise
         with self._lock:
             self._memo.setdefault(key, value)
-            return self._memo[key]  # type: ignore[return-value]
+            return cast(T, self._memo[key])
 
     # ----------------------------------------------------------------- paths
     @property
@@ -230,21 +231,15 @@ class Host:
         return out
 
     def _resolve(self, path: str, strict: bool) -> str:
+        """The full walk: one component at a time from the root (or the longest prefix
+        already resolved), each symlink's target put back in front of the rest (an
+        absolute one from the root again), ``..`` never above the root."""
         fast = self._resolve_fast(path, strict)
         if fast is not None:
             return fast
         original = _norm(path)
         cacheable = ".." not in original
-        start = 0
-        done: list[str] = []
-        if cacheable:
-            # the longest already-resolved prefix: a directory walk (512 CPUs x 10 idle
-            # states) then costs one lstat per new component, not one per component
-            for j in range(len(original) - 1, 0, -1):
-                hit = self._prefixes.get("/" + "/".join(original[:j]))
-                if hit is not None:
-                    start, done = j, _norm(hit)
-                    break
+        start, done = self._resolved_prefix(original) if cacheable else (0, [])
         todo = original[start:]
         todo.reverse()
         left = len(todo)  # components of the original path still in todo
@@ -259,26 +254,16 @@ class Host:
                 done.pop()
                 continue
             cand = "/" + "/".join([*done, part])
-            try:
-                st = os.lstat(self.real(cand))
-            except FileNotFoundError:
-                if strict:
-                    raise NotFound(f"{path}: no such file or directory", path=path) from None
+            st = self._lstat_component(path, cand, strict)
+            if st is None:  # absent, and not strict: the rest is appended as is
                 done.append(part)
                 done.extend(reversed(todo))
                 return "/" + "/".join(done)
-            except NotADirectoryError:
-                raise NotFound(f"{path}: a component is not a directory", path=path) from None
-            except OSError as exc:
-                raise HostError(f"{path}: {exc.strerror}", path=path) from None
             if stat.S_ISLNK(st.st_mode):
                 hops += 1
                 if hops > MAX_SYMLINKS:
                     raise SymlinkLoop(f"{path}: too many levels of symbolic links", path=path)
-                try:
-                    target = os.readlink(self.real(cand))
-                except OSError as exc:
-                    raise HostError(f"{path}: {exc.strerror}", path=path) from None
+                target = self._link_target(path, cand)
                 if target.startswith("/"):
                     done = []
                 parts = _norm(target)
@@ -291,33 +276,74 @@ class Host:
                     "/" + "/".join(done)
         return "/" + "/".join(done)
 
+    def _resolved_prefix(self, original: list[str]) -> tuple[int, list[str]]:
+        """How many components of ``original`` (a path without ``..``) the longest
+        already-resolved prefix covers, and what it resolved to: a directory walk (512
+        CPUs x 10 idle states) then costs one lstat per new component, not one per
+        component."""
+        for j in range(len(original) - 1, 0, -1):
+            hit = self._prefixes.get("/" + "/".join(original[:j]))
+            if hit is not None:
+                return j, _norm(hit)
+        return 0, []
+
+    def _lstat_component(self, path: str, cand: str, strict: bool) -> os.stat_result | None:
+        """``lstat`` of ``cand`` (a component of the walk for ``path``): ``None`` when it
+        does not exist and not ``strict``; a :class:`HostError` naming ``path`` else."""
+        try:
+            return os.lstat(self.real(cand))
+        except FileNotFoundError:
+            if strict:
+                raise NotFound(f"{path}: no such file or directory", path=path) from None
+            return None
+        except NotADirectoryError:
+            raise NotFound(f"{path}: a component is not a directory", path=path) from None
+        except OSError as exc:
+            raise HostError(f"{path}: {exc.strerror}", path=path) from None
+
+    def _link_target(self, path: str, cand: str) -> str:
+        """The target of symlink ``cand`` (a component of the walk for ``path``)."""
+        try:
+            return os.readlink(self.real(cand))
+        except OSError as exc:
+            raise HostError(f"{path}: {exc.strerror}", path=path) from None
+
     def _resolve_fast(self, path: str, strict: bool) -> str | None:
         """Resolve below the nearest already-resolved directory (a sysfs walk: 512 CPUs
         x 10 idle states) with one ``lstat`` per new component and no other work, as long
         as no component is a symlink and the path is plain (no ``.``, ``..``, ``//``);
         ``None`` sends everything else to the full walk, which decides (and errs) alike."""
+        head, _, name = path.rpartition("/")
+        pres = self._prefixes.get(head)
+        if pres is not None and name and name != "." and name != "..":
+            return self._fast_child(path, pres, name, strict)
+        return self._fast_walk(path, strict)
+
+    def _fast_child(self, path: str, pres: str, name: str, strict: bool) -> str | None:
+        """The common case of :meth:`_resolve_fast`: the parent directory of ``path`` is
+        already resolved (to ``pres``), ``name`` is its last component."""
+        cand = (pres if pres != "/" else "") + "/" + name
+        try:
+            st = os.lstat(self._real_prefix + cand)
+        except FileNotFoundError:
+            if strict:
+                raise NotFound(f"{path}: no such file or directory", path=path) from None
+            return cand
+        except OSError:
+            return None
+        if stat.S_ISLNK(st.st_mode):
+            return None
+        if stat.S_ISDIR(st.st_mode):
+            self._prefixes[path] = cand
+        elif len(self._lstats) < MAX_PENDING_LSTATS:  # for the read that follows
+            self._lstats[cand] = st
+        return cand
+
+    def _fast_walk(self, path: str, strict: bool) -> str | None:
+        """:meth:`_resolve_fast` from the nearest resolved ancestor (or the root), one
+        ``lstat`` per component, each directory remembered as resolved."""
         prefixes = self._prefixes
         real = self._real_prefix
-        head, _, name = path.rpartition("/")
-        pres = prefixes.get(head)
-        if pres is not None and name and name != "." and name != "..":
-            # the common case, inline: the parent directory is already resolved
-            cand = (pres if pres != "/" else "") + "/" + name
-            try:
-                st = os.lstat(real + cand)
-            except FileNotFoundError:
-                if strict:
-                    raise NotFound(f"{path}: no such file or directory", path=path) from None
-                return cand
-            except OSError:
-                return None
-            if stat.S_ISLNK(st.st_mode):
-                return None
-            if stat.S_ISDIR(st.st_mode):
-                prefixes[path] = cand
-            elif len(self._lstats) < MAX_PENDING_LSTATS:  # for the read that follows
-                self._lstats[cand] = st
-            return cand
         names: list[str] = []
         head = path
         while True:
@@ -698,56 +724,59 @@ class Host:
         goes through :meth:`read_bytes` itself."""
         limit = self.read_cap if cap is None else cap
         cache = self._bytes
-        prefixes = self._prefixes
-        rp = self._real_prefix
-        live, LIVE = self.live, LIVE_PREFIXES
         out: list[bytes | HostError] = []
         add = out.append
         for path in paths:
             got = cache.get(path)
-            if got is not None:
-                if isinstance(got, HostError) or len(got) <= limit:
-                    add(got)
-                    continue
-                got = None
-            head, _, name = path.rpartition("/")
-            pres = prefixes.get(head)
-            if (not live and path.startswith(LIVE)) or "\x00" in path:
-                pres = None      # read_bytes refuses it
-            elif pres is None and head.startswith("/"):
-                try:  # a new directory: the fast walk resolves (and remembers) it
-                    pres = self._resolve_fast(head, True) and prefixes.get(head)
-                except NotFound:
-                    got = NotFound(f"{path}: no such file or directory")
-            if pres is not None and name and name != "." and name != "..":
-                real = rp + (pres if pres != "/" else "") + "/" + name
-                try:
-                    st = os.lstat(real)
-                except FileNotFoundError:
-                    got = NotFound(f"{path}: no such file or directory")
-                    st = None
-                except OSError:
-                    st = None
-                if st is not None and stat.S_ISREG(st.st_mode) and st.st_size <= limit:
-                    try:
-                        got = self._read_regular(path, real, limit)
-                    except HostError as exc:
-                        got = exc
-            if got is not None:
-                # one dict store: atomic, no lock needed (a file of a batch is new here;
-                # the byte count may be off by a file if a stuck thread reads meanwhile)
-                if not isinstance(got, bytes):
-                    cache[path] = got
-                elif self._cached + len(got) <= CACHE_BUDGET:
-                    cache[path] = got
-                    self._cached += len(got)
+            if got is not None and (isinstance(got, HostError) or len(got) <= limit):
                 add(got)
                 continue
-            try:
-                add(self.read_bytes(path, cap=cap))
-            except HostError as exc:
-                add(exc)
+            got = self._read_fast(path, limit)
+            if got is None:
+                try:
+                    add(self.read_bytes(path, cap=cap))
+                except HostError as exc:
+                    add(exc)
+                continue
+            # one dict store: atomic, no lock needed (a file of a batch is new here;
+            # the byte count may be off by a file if a stuck thread reads meanwhile)
+            if not isinstance(got, bytes):
+                cache[path] = got
+            elif self._cached + len(got) <= CACHE_BUDGET:
+                cache[path] = got
+                self._cached += len(got)
+            add(got)
         return out
+
+    def _read_fast(self, path: str, limit: int) -> bytes | HostError | None:
+        """:meth:`read_many`'s short way for one path: its content or error when its
+        directory is (or the fast walk now makes it) resolved and the file is a plain
+        regular file within ``limit``; ``None`` for anything :meth:`read_bytes` must
+        decide."""
+        if (not self.live and path.startswith(LIVE_PREFIXES)) or "\x00" in path:
+            return None  # read_bytes refuses it
+        head, _, name = path.rpartition("/")
+        pres = self._prefixes.get(head)
+        if pres is None and head.startswith("/"):
+            try:  # a new directory: the fast walk resolves (and remembers) it
+                pres = self._resolve_fast(head, True) and self._prefixes.get(head)
+            except NotFound:
+                return NotFound(f"{path}: no such file or directory")
+        if pres is None or not name or name == "." or name == "..":
+            return None
+        real = self._real_prefix + (pres if pres != "/" else "") + "/" + name
+        try:
+            st = os.lstat(real)
+        except FileNotFoundError:
+            return NotFound(f"{path}: no such file or directory")
+        except OSError:
+            return None
+        if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
+            return None
+        try:
+            return self._read_regular(path, real, limit)
+        except HostError as exc:
+            return exc
 
     def read_text(self, path: str, *, cap: int | None = None) -> str:
         """Content of ``path`` decoded as UTF-8 (undecodable bytes replaced)."""

@@ -1,3 +1,4 @@
+# mypy: disallow-untyped-defs, disallow-incomplete-defs, check-untyped-defs, warn-return-any
 """Host identity: the same names in every output (hostname, machine id, DMI UUID, OS, image).
 
 Live, the hostname and kernel come from ``/proc`` and the DMI product UUID from ``/sys`` (root

@@ -1,3 +1,4 @@
+# mypy: disallow-untyped-defs, disallow-incomplete-defs, check-untyped-defs, warn-return-any
 """Files the user hands to aiaudit (rulesets, waivers, saved reports): not the scanned host,
 but still read defensively: regular files only, size-capped, UTF-8, one clear error."""
 

@@ -1,3 +1,4 @@
+# mypy: disallow-untyped-defs, disallow-incomplete-defs, check-untyped-defs, warn-return-any
 """Frozen data model shared by checks, the runner and reporters.
 
 Data flows one way: a check yields :class:`Result` objects; the runner turns each into a
@@ -133,70 +134,104 @@ class Evidence:
         return (cls.file(path, value=reason),)
 
 
+class SnippetKind(str, enum.Enum):
+    """What a :class:`Snippet` does (a ``str`` enum: ``kind == "file"`` holds, and the JSON
+    report carries the value)."""
+
+    FILE = "file"
+    """Write :attr:`Snippet.content` to :attr:`Snippet.path`, with :attr:`Snippet.mode`."""
+    ENABLE = "enable"
+    """Make unit ``content`` start at boot (``systemctl enable``, also offline with
+    ``--root``)."""
+    MASK = "mask"
+    """Make unit ``content`` never start (``systemctl mask``)."""
+    EDIT = "edit"
+    """Apply the in-place edit ``content`` (an operation of :mod:`aiaudit.core.edits`) to
+    the file ``path``."""
+    APPLY = "apply"
+    """Make the running service take the installed files, the guarded way the bundle knows:
+    ``sshd`` validates with ``sshd -t`` and reloads, ``nftables PORTS`` loads the ruleset
+    with a timed rollback."""
+    COMMAND = "command"
+    """Run the shell command ``content`` now."""
+
+    def __str__(self) -> str:
+        return self.value
+
+
+DEFAULT_FILE_MODE = 0o644
+"""The mode a file snippet is installed with unless it says otherwise."""
+
+
+def merged_mode(a: int, b: int) -> int:
+    """The mode of one file that two file snippets both write: only the permissions both
+    give (a file one fix keeps private stays private when another fix adds lines to it)."""
+    return a & b
+
+
 @record
 class Snippet:
     """One piece of a fix: a file to drop in, or a command to run now."""
 
-    kind: str
-    """``file`` (write ``content`` to ``path``), ``enable`` / ``mask`` (make unit
-    ``content`` start at boot, or never start: ``systemctl enable|mask``, which also works
-    offline with ``--root``), ``edit`` (apply the in-place edit ``content``, an operation
-    of :mod:`aiaudit.core.edits`, to the file ``path``), ``apply`` (make the running service
-    take the installed files, the guarded way the bundle knows: ``sshd`` validates with
-    ``sshd -t`` and reloads, ``nftables PORTS`` loads the ruleset with a timed rollback)
-    or ``command`` (run ``content`` now)."""
+    kind: SnippetKind
+    """What the snippet does (see :class:`SnippetKind`)."""
     content: str
     """File content, unit name, edit operation, apply target, or the shell command."""
     path: str | None = None
     """Target path on the host for ``file`` and ``edit`` snippets."""
     description: str = ""
     """One line saying what the snippet does."""
+    mode: int = DEFAULT_FILE_MODE
+    """The file mode a ``file`` snippet is installed with (permission bits, e.g.
+    ``0o600``); other kinds ignore it."""
 
     def shell(self) -> str:
         """What a person would type for a non-file snippet (shown in reports; the bundle
         runs its own guarded version of ``edit`` and ``apply``)."""
-        if self.kind in ("enable", "mask"):
+        if self.kind in (SnippetKind.ENABLE, SnippetKind.MASK):
             return f"systemctl {self.kind} {self.content.strip()}"
-        if self.kind == "edit":
+        if self.kind == SnippetKind.EDIT:
             return f"# edit {self.path} in place: {self.content}"
-        if self.kind == "apply" and self.content == "sshd":
+        if self.kind == SnippetKind.APPLY and self.content == "sshd":
             return "sshd -t && systemctl reload ssh"
-        if self.kind == "apply":
+        if self.kind == SnippetKind.APPLY:
             return ("nft -c -f /etc/nftables.conf && nft -f /etc/nftables.conf  "
                     "# aiaudit remediate: with a timed rollback")
         return self.content
 
     @classmethod
-    def file(cls, path: str, content: str, description: str = "") -> Snippet:
-        """A drop-in file to install at ``path``."""
-        return cls(kind="file", content=content, path=path, description=description)
+    def file(cls, path: str, content: str, description: str = "", *,
+             mode: int = DEFAULT_FILE_MODE) -> Snippet:
+        """A drop-in file to install at ``path`` with ``mode`` (``0o644`` unless said)."""
+        return cls(kind=SnippetKind.FILE, content=content, path=path, description=description,
+                   mode=mode)
 
     @classmethod
     def enable(cls, unit: str, description: str = "") -> Snippet:
         """Enable systemd unit ``unit`` (a persisted fix: it starts at every boot)."""
-        return cls(kind="enable", content=unit, description=description)
+        return cls(kind=SnippetKind.ENABLE, content=unit, description=description)
 
     @classmethod
     def mask(cls, unit: str, description: str = "") -> Snippet:
         """Mask systemd unit ``unit`` (a persisted fix: it never starts)."""
-        return cls(kind="mask", content=unit, description=description)
+        return cls(kind=SnippetKind.MASK, content=unit, description=description)
 
     @classmethod
     def edit(cls, path: str, op: str, description: str = "") -> Snippet:
         """Edit the file at ``path`` in place with operation ``op`` (see
         :mod:`aiaudit.core.edits`)."""
-        return cls(kind="edit", content=op, path=path, description=description)
+        return cls(kind=SnippetKind.EDIT, content=op, path=path, description=description)
 
     @classmethod
     def apply(cls, target: str, description: str = "") -> Snippet:
         """Make a running service take the installed configuration (``sshd``, or
         ``nftables PORTS`` with the TCP ports an SSH session may use)."""
-        return cls(kind="apply", content=target, description=description)
+        return cls(kind=SnippetKind.APPLY, content=target, description=description)
 
     @classmethod
     def command(cls, content: str, description: str = "") -> Snippet:
         """A command that fixes the running state now."""
-        return cls(kind="command", content=content, description=description)
+        return cls(kind=SnippetKind.COMMAND, content=content, description=description)
 
 
 @record
@@ -230,6 +265,11 @@ class Result:
     remediation: Remediation | None = None
     data: Mapping[str, Any] = field(default_factory=dict)
     """Extra machine-readable facts (JSON-serialisable), e.g. per-field comparison."""
+
+
+def error_result(message: str, subject: str = "-") -> Result:
+    """An ``error`` result (the rule could not be evaluated)."""
+    return Result(status=Status.ERROR, subject=subject, message=message)
 
 
 @record

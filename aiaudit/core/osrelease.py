@@ -1,3 +1,4 @@
+# mypy: disallow-untyped-defs, disallow-incomplete-defs, check-untyped-defs, warn-return-any
 """``os-release(5)`` parser: shell-style ``KEY=value`` lines, quotes and escapes."""
 
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# mypy: disallow-untyped-defs, disallow-incomplete-defs, check-untyped-defs, warn-return-any
 """Pure parsers: text in, data out; they raise only :class:`aiaudit.core.errors.ParseError`."""
 
 from __future__ import annotations

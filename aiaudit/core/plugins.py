@@ -1,3 +1,4 @@
+# mypy: disallow-untyped-defs, disallow-incomplete-defs, check-untyped-defs, warn-return-any
 """Plugin discovery: built-in modules and ``aiaudit`` entry points, through one path.
 
 Built-in checks (``aiaudit.checks.*``) and reporters (``aiaudit.reporters.*``) are found by
@@ -59,7 +60,10 @@ def builtin_module(kind: str, key: str) -> str | None:
         spec = importlib.util.find_spec(name)
     except (ImportError, ValueError):  # a parent that is a module, not a package
         return None
-    return name if spec is not None and spec.origin else None
+    # a package (an area such as checks/kernel/) is not a check module
+    if spec is None or not spec.origin or spec.submodule_search_locations is not None:
+        return None
+    return name
 
 
 class LazyTable(Mapping[str, T]):

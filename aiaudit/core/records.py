@@ -1,3 +1,4 @@
+# mypy: disallow-untyped-defs, disallow-incomplete-defs, check-untyped-defs, warn-return-any
 """``@record``: dataclasses with ``dataclasses`` semantics and a fraction of the class cost.
 
 Why this exists: on CPython 3.10 and 3.11, ``@dataclass(frozen=True)`` compiles six methods
@@ -49,6 +50,9 @@ class _HasFactory:
 
 
 _HAS_FACTORY = _HasFactory()
+
+_FIELD: Any = vars(dataclasses)["_FIELD"]
+"""The marker dataclasses gives a plain field (``Field._field_type``; private, untyped)."""
 
 
 def _eq(self: Any, other: Any) -> Any:
@@ -153,8 +157,11 @@ def _make_init(cls: type, fields: list[dataclasses.Field[Any]]) -> Callable[...,
     consts = tuple(names[int(c[1:])] if isinstance(c, str) and c[:1] == "\0" else c
                    for c in code.co_consts)
     qualname = f"{cls.__qualname__}.__init__"
-    extra = {"co_qualname": qualname} if sys.version_info >= (3, 11) else {}
-    code = code.replace(co_varnames=("self", *names), co_consts=consts, **extra)
+    if sys.version_info >= (3, 11):
+        code = code.replace(co_varnames=("self", *names), co_consts=consts,
+                            co_qualname=qualname)
+    else:  # pragma: no cover - Python 3.10: no co_qualname
+        code = code.replace(co_varnames=("self", *names), co_consts=consts)
     init = FunctionType(code, glb, "__init__", tuple(defaults) or None)
     init.__qualname__ = qualname
     init.__module__ = cls.__module__
@@ -167,11 +174,20 @@ def _params(frozen: bool) -> Any:
     frozen=frozen)`` writes it (taken from a class dataclasses processed: its constructor
     differs between Python versions); shared, since nothing changes it."""
 
-    @dataclasses.dataclass(init=False, repr=False, eq=False, frozen=frozen)
-    class Prototype:
-        """Documented: else dataclasses asks ``inspect.signature`` for a docstring."""
+    prototype: Any
+    if frozen:  # dataclasses' frozen must be a literal for type checkers
+        @dataclasses.dataclass(init=False, repr=False, eq=False, frozen=True)
+        class Frozen:
+            """Documented: else dataclasses asks ``inspect.signature`` for a docstring."""
 
-    return Prototype.__dataclass_params__  # type: ignore[attr-defined]
+        prototype = Frozen
+    else:
+        @dataclasses.dataclass(init=False, repr=False, eq=False, frozen=False)
+        class Mutable:
+            """Documented: else dataclasses asks ``inspect.signature`` for a docstring."""
+
+        prototype = Mutable
+    return prototype.__dataclass_params__
 
 
 _PARAMS = {True: _params(True), False: _params(False)}
@@ -179,7 +195,26 @@ _NOT_PLAIN = ("ClassVar", "InitVar", "KW_ONLY")
 """Annotation texts dataclasses gives a meaning other than "a field"."""
 
 
-def _collect_fields(cls: type, frozen: bool) -> bool:
+def _plain_annotations(cls: type) -> dict[str, str] | None:
+    """The annotations of ``cls`` when it is the plain case :func:`_collect_fields`
+    handles (no base class, string annotations in its own namespace, none of them
+    ``ClassVar``, ``InitVar`` or ``KW_ONLY``, no ``Field`` without an annotation), else
+    ``None``."""
+    if cls.__bases__ != (object,):
+        return None
+    own = cls.__dict__
+    annotations: dict[str, str] | None = own.get("__annotations__")
+    if not annotations:  # no fields, or annotations kept elsewhere (PEP 649): dataclasses
+        return None
+    for typ in annotations.values():
+        if not isinstance(typ, str) or any(w in typ for w in _NOT_PLAIN):
+            return None
+    if any(isinstance(v, dataclasses.Field) and k not in annotations for k, v in own.items()):
+        return None
+    return annotations
+
+
+def _collect_fields(cls: Any, frozen: bool) -> bool:
     """What ``dataclasses.dataclass(init=False, repr=False, eq=False)`` does to a plain
     class, done directly: the fields in annotation order (a :class:`dataclasses.Field` per
     annotation, from ``field(...)`` or the default value), class attributes holding a
@@ -191,25 +226,20 @@ def _collect_fields(cls: type, frozen: bool) -> bool:
     for anything but the plain case (a base class, no annotations in the class's own
     namespace, such an annotation, a ``Field`` without annotation): dataclasses then
     processes the class."""
-    if cls.__bases__ != (object,):
+    annotations = _plain_annotations(cls)
+    if annotations is None:
         return False
     own = cls.__dict__
-    annotations = own.get("__annotations__")
-    if not annotations:  # no fields, or annotations kept elsewhere (PEP 649): dataclasses
-        return False
-    for typ in annotations.values():
-        if not isinstance(typ, str) or any(w in typ for w in _NOT_PLAIN):
-            return False
-    if any(isinstance(v, dataclasses.Field) and k not in annotations for k, v in own.items()):
-        return False
     fields: dict[str, dataclasses.Field[Any]] = {}
     for name, typ in annotations.items():
         value = own.get(name, dataclasses.MISSING)
-        f = value if isinstance(value, dataclasses.Field) else dataclasses.field(default=value)
+        # Any: its private attributes are set as dataclasses sets them
+        f: Any = value if isinstance(value, dataclasses.Field) else \
+            dataclasses.field(default=value)
         f.name, f.type = name, typ
-        f._field_type = dataclasses._FIELD  # type: ignore[attr-defined]
+        f._field_type = _FIELD
         if f.kw_only is dataclasses.MISSING:  # the decorator's kw_only=False
-            f.kw_only = False  # type: ignore[assignment]
+            f.kw_only = False
         if f.default is not dataclasses.MISSING and f.default.__class__.__hash__ is None:
             raise ValueError(f"mutable default {type(f.default)} for field {name} is not "
                              "allowed: use default_factory")
@@ -220,10 +250,11 @@ def _collect_fields(cls: type, frozen: bool) -> bool:
                 delattr(cls, name)
             else:
                 setattr(cls, name, f.default)
-    cls.__dataclass_fields__ = fields  # type: ignore[attr-defined]
-    cls.__dataclass_params__ = _PARAMS[frozen]  # type: ignore[attr-defined]
+    cls.__dataclass_fields__ = fields
+    cls.__dataclass_params__ = _PARAMS[frozen]
     if "__match_args__" not in own:
-        cls.__match_args__ = tuple(n for n, f in fields.items() if f.init)  # type: ignore[attr-defined]
+        # type checkers refuse any assignment to this name; the class is built here
+        type.__setattr__(cls, "__match_args__", tuple(n for n, f in fields.items() if f.init))
     return True
 
 
@@ -238,15 +269,15 @@ def record(cls: Any = None, /, *, frozen: bool = True) -> Any:
     """Class decorator: ``@record`` is ``@dataclass(frozen=True)``, ``@record(frozen=False)``
     is ``@dataclass``; see the module docstring for what is supported."""
 
-    def wrap(cls: type) -> type:
+    def wrap(cls: Any) -> Any:  # a class whose methods and dunders are set here
         undocumented = cls.__doc__ is None
         if undocumented:  # else dataclasses asks inspect.signature for one: ~3 ms, once
             cls.__doc__ = "record"  # any non-empty text: replaced below
         if not _collect_fields(cls, frozen):  # the general case: dataclasses decides
             cls = dataclasses.dataclass(init=False, repr=False, eq=False)(cls)
-            cls.__dataclass_params__.frozen = frozen  # type: ignore[attr-defined]
-        fields = [f for f in cls.__dataclass_fields__.values()  # type: ignore[attr-defined]
-                  if f._field_type is dataclasses._FIELD]  # type: ignore[attr-defined]
+            cls.__dataclass_params__.frozen = frozen
+        fields = [f for f in cls.__dataclass_fields__.values()
+                  if f._field_type is _FIELD]
         why = _unsupported(cls, fields)
         if why:
             raise TypeError(f"@record does not support {why} (class {cls.__qualname__}); "
@@ -254,21 +285,21 @@ def record(cls: Any = None, /, *, frozen: bool = True) -> Any:
         names = tuple(f.name for f in fields)
         if undocumented:  # what dataclasses would have written, less the types
             cls.__doc__ = f"{cls.__name__}({', '.join(names)})"
-        cls._record_names = names  # type: ignore[attr-defined]
+        cls._record_names = names
         # always a tuple, so equality and hash are exactly those of the field tuple
-        cls._record_key = (operator.attrgetter(*names)  # type: ignore[attr-defined]
+        cls._record_key = (operator.attrgetter(*names)
                            if len(names) > 1 else _single_key(names))
-        cls.__init__ = _make_init(cls, fields)  # type: ignore[misc]
+        cls.__init__ = _make_init(cls, fields)
         own = cls.__dict__
         if "__repr__" not in own:
-            cls.__repr__ = _repr  # type: ignore[method-assign]
+            cls.__repr__ = _repr
         if "__eq__" not in own:
-            cls.__eq__ = _eq  # type: ignore[method-assign,assignment]
+            cls.__eq__ = _eq
             # as dataclasses: frozen + eq -> hashable by value; mutable + eq -> unhashable
-            cls.__hash__ = _hash if frozen else None  # type: ignore[method-assign,assignment]
+            cls.__hash__ = _hash if frozen else None
         if frozen:
-            cls.__setattr__ = _frozen_setattr  # type: ignore[method-assign,assignment]
-            cls.__delattr__ = _frozen_delattr  # type: ignore[method-assign,assignment]
+            cls.__setattr__ = _frozen_setattr
+            cls.__delattr__ = _frozen_delattr
         return cls
 
     return wrap if cls is None else wrap(cls)

@@ -1,3 +1,4 @@
+# mypy: disallow-untyped-defs, disallow-incomplete-defs, check-untyped-defs, warn-return-any
 """Package data (rulesets, schemas, check data tables), read from the installed files.
 
 The data lives next to the modules of its package (``aiaudit/rulesets/*.yaml``,
@@ -16,7 +17,7 @@ import os
 def directory(package: str) -> str:
     """Directory of an imported package (``aiaudit.rulesets``)."""
     mod = importlib.import_module(package)
-    path = getattr(mod, "__file__", None)
+    path: str | None = getattr(mod, "__file__", None)
     if path is None:  # namespace package
         return str(next(iter(mod.__path__)))
     return os.path.dirname(path)

@@ -1,3 +1,4 @@
+# mypy: disallow-untyped-defs, disallow-incomplete-defs, check-untyped-defs, warn-return-any
 """RunResult <-> plain JSON data (the ``json`` report format, version 1).
 
 The JSON report is the canonical, lossless form of a scan: ``aiaudit render`` and
@@ -9,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from aiaudit.core.model import (
+    DEFAULT_FILE_MODE,
     Aspect,
     Evidence,
     Finding,
@@ -19,6 +21,7 @@ from aiaudit.core.model import (
     RunResult,
     Severity,
     Snippet,
+    SnippetKind,
     Status,
     Waiver,
 )
@@ -37,14 +40,27 @@ def evidence_dict(e: Evidence) -> dict[str, Any]:
                        "value": e.value})
 
 
+def snippet_dict(s: Snippet) -> dict[str, Any]:
+    """JSON form of one snippet; a ``file`` snippet carries its mode in octal (``"0644"``)."""
+    mode = f"{s.mode:04o}" if s.kind == SnippetKind.FILE else None
+    return _drop_none({"kind": str(s.kind), "path": s.path, "mode": mode,
+                       "content": s.content, "description": s.description or None})
+
+
+def snippet_from_dict(d: dict[str, Any]) -> Snippet:
+    """A snippet from its JSON form (inverse of :func:`snippet_dict`)."""
+    mode = int(d["mode"], 8) if "mode" in d else DEFAULT_FILE_MODE
+    return Snippet(kind=SnippetKind(d["kind"]), content=d["content"], path=d.get("path"),
+                   description=d.get("description", ""), mode=mode)
+
+
 def remediation_dict(r: Remediation | None) -> dict[str, Any] | None:
     """JSON form of a remediation (``None`` stays ``None``)."""
     if r is None:
         return None
     out: dict[str, Any] = {
         "summary": r.summary,
-        "snippets": [_drop_none({"kind": s.kind, "path": s.path, "content": s.content,
-                                 "description": s.description or None}) for s in r.snippets],
+        "snippets": [snippet_dict(s) for s in r.snippets],
     }
     if r.manual:
         out["manual"] = r.manual
@@ -161,8 +177,7 @@ def run_from_dict(d: dict[str, Any]) -> RunResult:
         remediation = None
         if rem:
             remediation = Remediation(rem["summary"], tuple(
-                Snippet(kind=s["kind"], content=s["content"], path=s.get("path"),
-                        description=s.get("description", "")) for s in rem.get("snippets", [])),
+                snippet_from_dict(s) for s in rem.get("snippets", [])),
                 manual=rem.get("manual", ""), followup=rem.get("followup", ""))
         ev = tuple(Evidence(source=e["source"], value=e.get("value"), path=e.get("path"),
                             line=e.get("line"), kind=e.get("kind", "file"))

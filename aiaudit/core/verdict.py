@@ -1,3 +1,4 @@
+# mypy: disallow-untyped-defs, disallow-incomplete-defs, check-untyped-defs, warn-return-any
 """Runtime, persisted, drift: one place that turns "is it right now" and "will it be right
 after a reboot" into a status, an aspect and a message."""
 

@@ -1,3 +1,4 @@
+# mypy: disallow-untyped-defs, disallow-incomplete-defs, check-untyped-defs, warn-return-any
 """Waiver files: accepted exceptions to rules, with an owner, a reason and an expiry date.
 
 A waiver file (``--waivers FILE``, schema ``schemas/waiver.schema.json``)::
@@ -13,16 +14,20 @@ A waiver file (``--waivers FILE``, schema ``schemas/waiver.schema.json``)::
 Patterns are shell globs (:func:`fnmatch.fnmatchcase`: ``*``, ``?``, ``[...]``, case
 sensitive).  A rule pattern must start with a letter or digit, so a bare ``*`` that would
 silence the whole ruleset is refused.  Every problem in the file is reported at once as
-``file:line:col: message`` (the CLI exits 2); applying waivers to a scan is
-:func:`aiaudit.core.runner.apply_waivers`.
+``file:line:col: message`` (the CLI exits 2); :func:`apply_waivers` applies them to the
+findings of a scan (:func:`aiaudit.core.scan.scan` imports this module only when there are
+waivers).
 """
 
 from __future__ import annotations
 
 import datetime as _dt
+from dataclasses import replace
+from fnmatch import fnmatchcase
+from typing import Sequence
 
 from aiaudit.core.errors import RulesetError
-from aiaudit.core.model import Waiver
+from aiaudit.core.model import Finding, HostInfo, Status, Waiver
 
 _KEYS = ("rule", "subject", "host")
 
@@ -88,3 +93,68 @@ def load_waivers(path: str) -> tuple[Waiver, ...]:
     from aiaudit.core.ruleset import MAX_RULESET_BYTES
 
     return parse_waivers(read_input(path, "waiver file", MAX_RULESET_BYTES), path)
+
+
+def apply_waivers(findings: list[Finding], waivers: Sequence[Waiver], host: HostInfo,
+                  today: str, rule_ids: Sequence[str] | None = None
+                  ) -> tuple[list[Finding], list[str]]:
+    """Attach the first matching, unexpired waiver to each failure; return notices.
+
+    Only ``fail`` results are waived (an ``error`` means "could not look" and is never
+    hidden).  A waiver applies through its ``expires`` day (``today`` is ``YYYY-MM-DD``).
+    Notices name, with the waiver's file:line:col: every expired waiver (and how many
+    failures it no longer covers), every waiver whose rule pattern matches none of
+    ``rule_ids`` (a typo or a removed rule), and every waiver that matched no failure
+    (stale).  A waiver whose ``host`` pattern does not match this host is silent here: one
+    waiver file serves a fleet.
+    """
+    here = [w.host is None or fnmatchcase(host.hostname, w.host) for w in waivers]
+    expired = {i for i, w in enumerate(waivers) if w.expires < today}
+    used: set[int] = set()
+    uncovered: dict[int, int] = {}
+    out = []
+    for f in findings:
+        i = _first_match(f, waivers, here, expired, uncovered) \
+            if f.result.status is Status.FAIL else None
+        if i is None:
+            out.append(f)
+        else:
+            used.add(i)
+            out.append(replace(f, waiver=waivers[i]))
+    notices: list[str] = []
+    for i, w in enumerate(waivers):
+        notice = _notice(w, i in expired, uncovered.get(i, 0), i in used, rule_ids) \
+            if here[i] else None
+        if notice:
+            notices.append(notice)
+    return out, notices
+
+
+def _first_match(f: Finding, waivers: Sequence[Waiver], here: list[bool], expired: set[int],
+                 uncovered: dict[int, int]) -> int | None:
+    """The index of the first unexpired waiver that covers failure ``f`` (an expired one
+    that would have is counted in ``uncovered``), or ``None``."""
+    for i, w in enumerate(waivers):
+        if not (here[i] and fnmatchcase(f.rule_id, w.rule)
+                and (w.subject is None or fnmatchcase(f.result.subject, w.subject))):
+            continue
+        if i in expired:
+            uncovered[i] = uncovered.get(i, 0) + 1
+            continue
+        return i
+    return None
+
+
+def _notice(w: Waiver, expired: bool, uncovered: int, used: bool,
+            rule_ids: Sequence[str] | None) -> str | None:
+    """The notice about waiver ``w`` after a scan, or ``None`` when it did its job."""
+    what = f"waiver for {w.rule}" + (f" subject {w.subject}" if w.subject else "")
+    where = f" ({w.source})" if w.source else ""
+    if expired:
+        return (f"{what} expired on {w.expires}{where}: it no longer applies"
+                + (f" ({uncovered} failure(s) no longer waived)" if uncovered else ""))
+    if rule_ids is not None and not any(fnmatchcase(r, w.rule) for r in rule_ids):
+        return f"{what} matches no rule of this scan{where}: fix the rule id or remove it"
+    if not used:
+        return f"{what} matched no failure{where}: remove it if stale"
+    return None

@@ -1,3 +1,4 @@
+# mypy: disallow-untyped-defs, disallow-incomplete-defs, check-untyped-defs, warn-return-any
 """Third-party checks in a worker process that the runner can kill.
 
 A thread cannot be stopped, and a check that holds the interpreter lock in C code (a
@@ -31,6 +32,8 @@ import sys
 import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+from aiaudit.core.model import error_result
 
 if TYPE_CHECKING:
     from aiaudit.api import CheckContext
@@ -277,25 +280,27 @@ def _child(wfd: int, rules: Sequence[Rule], indices: Sequence[int],
             budget = remaining if capped else rule_timeout
             _send(out, ("start", i, time.monotonic(), budget, capped))
             rule = rules[i]
-            results = run_rule(rule, make_ctx(rule))
-            try:
-                body = pickle.dumps(("done", i, results), protocol=pickle.HIGHEST_PROTOCOL)
-            except Exception as exc:  # a result field holds something that cannot travel
-                from aiaudit.core.runner import error_result
-
-                body = pickle.dumps(("done", i, [error_result(
-                    f"check {rule.check.id} ({rule.check.origin}) returned a result that "
-                    f"cannot be passed on: {type(exc).__name__}: {exc}")]))
-            if len(body) > MAX_FRAME:
-                from aiaudit.core.runner import error_result
-
-                body = pickle.dumps(("done", i, [error_result(
-                    f"check {rule.check.id} ({rule.check.origin}) returned more than "
-                    f"{MAX_FRAME} bytes of results")]))
+            body = _done(rule, i, run_rule(rule, make_ctx(rule)))
             out.write(_HEADER.pack(len(body)) + body)
     except BaseException:  # the parent sees the pipe end mid-rule: an error result
         code = 70
     os._exit(code)
+
+
+def _done(rule: Rule, i: int, results: list[Result]) -> bytes:
+    """The frame body saying that rule ``i`` gave ``results``: an error result instead when
+    they cannot be pickled or are over :data:`MAX_FRAME` bytes."""
+    try:
+        body = pickle.dumps(("done", i, results), protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception as exc:  # a result field holds something that cannot travel
+        return pickle.dumps(("done", i, [error_result(
+            f"check {rule.check.id} ({rule.check.origin}) returned a result that "
+            f"cannot be passed on: {type(exc).__name__}: {exc}")]))
+    if len(body) > MAX_FRAME:
+        return pickle.dumps(("done", i, [error_result(
+            f"check {rule.check.id} ({rule.check.origin}) returned more than "
+            f"{MAX_FRAME} bytes of results")]))
+    return body
 
 
 def _child_setup() -> None:

@@ -32,7 +32,7 @@ class _Node:
     started: str
     origin: str
     facts: tuple[tuple[str, str], ...]
-    data: array
+    data: array[int]
     """Triples: key index, status code, value index (-1: no value)."""
 
 

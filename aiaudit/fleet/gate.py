@@ -12,10 +12,9 @@
 
 from __future__ import annotations
 
+from aiaudit.core.errors import ExitCode
 from aiaudit.fleet.extract import SEVERITIES
 from aiaudit.fleet.model import Fleet
-
-OK, FAILED, USAGE, NOT_EVALUATED, BAD_INPUT = 0, 1, 2, 3, 5
 
 
 def _rank(severity: str) -> int:
@@ -36,17 +35,17 @@ def over_threshold(fleet: Fleet, fail_on: str, max_failing: int) -> list[tuple[s
     return sorted(out.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
-def exit_code(fleet: Fleet, fail_on: str, max_failing: int = 0) -> int:
+def exit_code(fleet: Fleet, fail_on: str, max_failing: int = 0) -> ExitCode:
     """The exit code for ``fleet`` (see the module docstring)."""
     if over_threshold(fleet, fail_on, max_failing):
-        return FAILED
+        return ExitCode.FAILED
     if fleet.problems:
-        return BAD_INPUT
+        return ExitCode.BAD_INPUT
     floor = _rank(fail_on)
     if any(_rank(row.severity) >= floor and len(row.erroring) > max_failing
            for g in fleet.groups for row in g.rules):
-        return NOT_EVALUATED
-    return OK
+        return ExitCode.NOT_EVALUATED
+    return ExitCode.OK
 
 
 def failing_nodes(fleet: Fleet, fail_on: str) -> set[str]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from typing import Any
 
 from aiaudit.core.errors import UsageError
 from aiaudit.core.inputs import read_input
@@ -59,7 +60,7 @@ def load_previous(path: str) -> tuple[dict[str, set[str]], set[str]]:
     return failing, hosts
 
 
-def _validate(data: object, path: str) -> None:
+def _validate(data: Any, path: str) -> None:
     import jsonschema
 
     from aiaudit.core.ruleset import schema

@@ -11,7 +11,8 @@ The cut is exact, not a guess: ``aiaudit scan --format json`` writes its documen
 and ``"rules": [`` is the top-level key and nothing else; the same holds for the
 ``"results": [`` that follows it.  When the markers are absent or out of order (compact
 JSON lines, another indentation), or the shortened text does not decode, the whole text is
-decoded: the result is always that of ``json.loads``, less the top-level ``rules``.
+decoded: the result is always that of ``json.loads``, less (where the cut was found) the
+top-level ``rules``.
 
 ``scan`` writes compact JSON to files and pipes (``--pretty`` or a terminal indents it).
 There ``,"rules":[`` can only be structural too (inside a string every ``"`` follows a
@@ -39,17 +40,35 @@ def _top_level_member(prefix: str) -> bool:
         return False
 
 
-def loads(text: str) -> object:
-    """``json.loads(text)``, except that a report (indented or compact) loses its
-    ``rules``.  Raises what ``json.loads`` raises (for the whole text)."""
+MAX_CUTS = 4
+"""Occurrences of ``,"rules":[`` tried in compact text before decoding the whole text: an
+honest report has its top-level key first (nested ones belong to results that come after
+it); each try decodes the prefix, so a bound keeps a hostile document linear."""
+
+
+def _cut(text: str) -> tuple[int, int]:
+    """(start, end) of the top-level rules member to leave out, or ``(-1, -1)``."""
     start = text.find(_RULES)
     if start > 0:
-        end = text.find(_RESULTS, start)
-    else:
-        start = text.find(_COMPACT_RULES)
-        end = text.find(_COMPACT_RESULTS, start) if start > 0 else -1
-        if end > start and not _top_level_member(text[:start]):
-            end = -1
+        return start, text.find(_RESULTS, start)
+    start = text.find(_COMPACT_RULES)
+    for _ in range(MAX_CUTS):
+        if start <= 0:
+            break
+        end = text.find(_COMPACT_RESULTS, start)
+        if end < 0:
+            break
+        if _top_level_member(text[:start]):
+            return start, end
+        start = text.find(_COMPACT_RULES, start + 1)
+    return -1, -1
+
+
+def loads(text: str) -> object:
+    """``json.loads(text)``, except that a report (indented or compact) loses its
+    ``rules``; where no exact cut is found the whole text is decoded (rules included, which
+    the fleet ignores).  Raises what ``json.loads`` raises (for the whole text)."""
+    start, end = _cut(text)
     if start > 0 and end > start:
         try:
             return json.loads(text[:start] + text[end:])

@@ -82,7 +82,7 @@ def parse_cpulist(text: str) -> list[int]:
 def attr(value: bytes | Exception) -> str | None:
     """One attribute as :meth:`aiaudit.core.host.Host.read_many` gives it -> its stripped text
     (undecodable bytes replaced), or ``None`` for an error in its place (absent or
-    unreadable: the same answer as ``tuning.read_opt`` for one path)."""
+    unreadable: the same answer as :func:`read_opt` for one path)."""
     if isinstance(value, bytes):
         return value.decode("utf-8", errors="replace").strip()
     return None

@@ -117,7 +117,7 @@ def _read(path: str) -> str:
         if len(data) > MAX_REPORT_BYTES:
             raise UsageError(f"-: more than {MAX_REPORT_BYTES} bytes is too large for a report")
         try:
-            return data.decode("utf-8")
+            return str(data.decode("utf-8"))
         except UnicodeDecodeError as exc:
             raise UsageError(f"-: not UTF-8 text (byte {exc.start})") from None
     return read_input(path, "report", MAX_REPORT_BYTES)

@@ -5,9 +5,10 @@ into files a person (or configuration management) reviews and applies:
 
 - ``files/<target path>``: the drop-in files, in a tree mirroring their target paths;
   snippets for one path are concatenated in scan order, repeated lines dropped;
-- ``install.sh``: POSIX ``sh`` (plus GNU ``readlink -m``), ``set -eu``.  It backs up every
-  file it replaces or edits into a timestamped directory (once per run), skips files that
-  are already identical (idempotent), installs with ``install -D -m 0644``, makes the
+- ``install.sh``: POSIX ``sh`` (plus GNU ``readlink -m`` and ``stat -c``), ``set -eu``.  It
+  backs up every file it replaces or edits into a timestamped directory (once per run),
+  skips files that are already identical in content and mode (idempotent), installs with
+  ``install -D -m MODE`` (the file snippet's mode: 0644 unless it says), makes the
   in-place edits of :mod:`aiaudit.core.edits`, enables/masks units, then applies the
   configuration to the running services and runs the runtime commands.
   ``ROOT=/mnt/img`` installs under an image or mounted root instead (refusing a target
@@ -44,10 +45,21 @@ from typing import Any
 
 from aiaudit.core import edits
 from aiaudit.core.errors import UsageError
-from aiaudit.core.model import Finding, RunResult, Severity, Status
+from aiaudit.core.model import (
+    DEFAULT_FILE_MODE,
+    Finding,
+    RunResult,
+    Severity,
+    Snippet,
+    SnippetKind,
+    Status,
+    merged_mode,
+)
 from aiaudit.core.records import record
 
-FILE_MODE = 0o644
+FILE_MODE = DEFAULT_FILE_MODE
+"""The mode of a file the bundle installs without a mode of its own (and of an edited file
+in the playbook)."""
 SCRIPT = "install.sh"
 PLAYBOOK = "playbook.yml"
 README = "README.txt"
@@ -79,6 +91,9 @@ class Bundle:
 
     files: dict[str, str] = field(default_factory=dict)
     """Target path -> merged content."""
+    modes: dict[str, int] = field(default_factory=dict)
+    """Target path -> the mode its file is installed with (the permissions every snippet
+    for that path allows: :func:`~aiaudit.core.model.merged_mode`)."""
     edits: list[tuple[str, str]] = field(default_factory=list)
     """In-place edits ``(path, operation)``, in scan order, without repeats."""
     enable: list[str] = field(default_factory=list)
@@ -134,20 +149,104 @@ def safe_target(path: str | None) -> bool:
     return posixpath.normpath(path) == path and all(p not in ("", ".", "..") for p in parts)
 
 
+_PERSISTED, _RUNTIME = "persisted", "runtime"
+"""How a snippet the bundle takes fixes its result: in the installed configuration, or
+only in the running system."""
+
+
+class _Collector:
+    """Takes the snippets of the fixes into a :class:`Bundle`: file contents merged per
+    path (a repeated line once), everything else once in scan order, unsafe values
+    refused."""
+
+    def __init__(self, b: Bundle) -> None:
+        self.b = b
+        self.seen_lines: dict[str, set[str]] = {}
+        self.lines: dict[str, list[str]] = {}
+        self.seen_files: set[tuple[str, str]] = set()
+        self.handlers = {SnippetKind.FILE: self._file, SnippetKind.EDIT: self._edit,
+                         SnippetKind.ENABLE: self._unit, SnippetKind.MASK: self._unit,
+                         SnippetKind.APPLY: self._apply, SnippetKind.COMMAND: self._command}
+
+    def refuse(self, f: Finding, what: str, value: object) -> None:
+        self.b.rejected.append(f"{f.rule_id} [{f.result.subject}]: {what} {value!r}")
+
+    def take(self, f: Finding, s: Snippet) -> str | None:
+        """Take snippet ``s`` of ``f``'s fix: :data:`_PERSISTED` or :data:`_RUNTIME` for
+        what it fixes, ``None`` when it is refused (or an empty command)."""
+        if s.kind in (SnippetKind.FILE, SnippetKind.EDIT) and not safe_target(s.path):
+            self.refuse(f, "unsafe target path", s.path)
+            return None
+        handler = self.handlers.get(s.kind)
+        if handler is None:
+            self.refuse(f, "unknown snippet kind", str(s.kind))
+            return None
+        return handler(f, s)
+
+    def _file(self, f: Finding, s: Snippet) -> str | None:
+        path = s.path or ""
+        if "\0" in s.content:
+            self.refuse(f, "NUL byte in the content of", path)
+            return None
+        if not 0 <= s.mode <= 0o777:  # no set-id, sticky or other bits from a report
+            self.refuse(f, f"file mode {s.mode:#o} of", path)
+            return None
+        old = self.b.modes.get(path)
+        self.b.modes[path] = s.mode if old is None else merged_mode(old, s.mode)
+        if (path, s.content) in self.seen_files:
+            return _PERSISTED  # the same file for another subject (ipv4 and ipv6)
+        self.seen_files.add((path, s.content))
+        seen = self.seen_lines.setdefault(path, set())
+        out = self.lines.setdefault(path, [])
+        for line in s.content.splitlines():
+            if line.strip() and line in seen:
+                continue
+            seen.add(line)
+            out.append(line)
+        return _PERSISTED
+
+    def _edit(self, f: Finding, s: Snippet) -> str | None:
+        if not edits.valid(s.content):
+            self.refuse(f, "unknown edit", s.content)
+            return None
+        _add(self.b.edits, (s.path, s.content))
+        return _PERSISTED
+
+    def _unit(self, f: Finding, s: Snippet) -> str | None:
+        unit = s.content.strip()
+        if not _UNIT.match(unit):
+            self.refuse(f, "unsafe unit name", unit)
+            return None
+        _add(self.b.enable if s.kind == SnippetKind.ENABLE else self.b.mask, unit)
+        return _PERSISTED
+
+    def _apply(self, f: Finding, s: Snippet) -> str | None:
+        if not _APPLY.match(s.content):
+            self.refuse(f, "unknown apply target", s.content)
+            return None
+        _add(self.b.apply, s.content)
+        return _RUNTIME
+
+    def _command(self, f: Finding, s: Snippet) -> str | None:
+        cmd = s.content.strip()
+        if _CONTROL.search(cmd):
+            self.refuse(f, "control character in command", cmd)
+            return None
+        if not cmd:
+            return None
+        _add(self.b.commands, cmd)
+        return _RUNTIME
+
+
+def _add(seq: list[Any], item: Any) -> None:
+    if item not in seq:
+        seq.append(item)
+
+
 def build(run: RunResult, min_severity: Severity = Severity.INFO) -> Bundle:
     """Collect the fixes of every failing result at or above ``min_severity``."""
     b = Bundle()
-    seen_lines: dict[str, set[str]] = {}
-    lines: dict[str, list[str]] = {}
-    seen_snippets: set[tuple[str, str]] = set()
-
-    def refuse(f: Finding, what: str, value: object) -> None:
-        b.rejected.append(f"{f.rule_id} [{f.result.subject}]: {what} {value!r}")
-
-    def add(seq: list[Any], item: Any) -> None:
-        if item not in seq:
-            seq.append(item)
-
+    collector = _Collector(b)
     for f in run.findings:
         if f.status is not Status.FAIL or f.severity.rank < min_severity.rank:
             continue
@@ -156,65 +255,16 @@ def build(run: RunResult, min_severity: Severity = Severity.INFO) -> Bundle:
         if rem is None:
             b.unfixable.append(f)
             continue
-        used = persisted = False
-        for s in rem.snippets:
-            if s.kind in ("file", "edit") and not safe_target(s.path):
-                refuse(f, "unsafe target path", s.path)
-                continue
-            if s.kind == "file":
-                assert s.path is not None
-                if "\0" in s.content:
-                    refuse(f, "NUL byte in the content of", s.path)
-                    continue
-                used = persisted = True
-                if (s.path, s.content) in seen_snippets:
-                    continue  # the same file for another subject (ipv4 and ipv6)
-                seen_snippets.add((s.path, s.content))
-                seen = seen_lines.setdefault(s.path, set())
-                out = lines.setdefault(s.path, [])
-                for line in s.content.splitlines():
-                    if line.strip() and line in seen:
-                        continue
-                    seen.add(line)
-                    out.append(line)
-                used = True
-            elif s.kind == "edit":
-                if not edits.valid(s.content):
-                    refuse(f, "unknown edit", s.content)
-                    continue
-                add(b.edits, (s.path, s.content))
-                used = persisted = True
-            elif s.kind in ("enable", "mask"):
-                unit = s.content.strip()
-                if not _UNIT.match(unit):
-                    refuse(f, "unsafe unit name", unit)
-                    continue
-                add(b.enable if s.kind == "enable" else b.mask, unit)
-                used = persisted = True
-            elif s.kind == "apply":
-                if not _APPLY.match(s.content):
-                    refuse(f, "unknown apply target", s.content)
-                    continue
-                add(b.apply, s.content)
-                used = True
-            elif s.kind == "command":
-                cmd = s.content.strip()
-                if _CONTROL.search(cmd):
-                    refuse(f, "control character in command", cmd)
-                    continue
-                if cmd:
-                    add(b.commands, cmd)
-                    used = True
-            else:
-                refuse(f, "unknown snippet kind", s.kind)
+        uses = {collector.take(f, s) for s in rem.snippets}
+        used = bool(uses - {None})
         (b.fixed if used else b.manual).append(f)
         if used and rem.manual:
             b.partial.append(f)
-        elif used and not persisted:
+        elif used and _PERSISTED not in uses:
             b.runtime_only.append(f)
         elif used and rem.followup:
             b.followup.append(f)
-    b.files = {p: "\n".join(ls) + "\n" for p, ls in lines.items()}
+    b.files = {p: "\n".join(ls) + "\n" for p, ls in collector.lines.items()}
     return b
 
 
@@ -324,16 +374,27 @@ restore() {
     done < "$BACKUP_DIR/.changed"
 }
 
+# same_mode FILE MODE: FILE has the permission bits MODE (octal, as `stat -c %a` prints
+# them once the leading zeros are gone)
+same_mode() {
+    want=$2
+    while [ "${want#0}" != "$want" ] && [ -n "${want#0}" ]; do
+        want=${want#0}
+    done
+    [ "$(stat -c %a -- "$1")" = "$want" ]
+}
+
+# install_file PATH MODE: files/PATH at PATH with MODE (unchanged when content and mode are)
 install_file() {
     src="$HERE/files$1"
     target "$1"
-    if [ -f "$dst" ] && [ ! -L "$dst" ] && cmp -s "$src" "$dst"; then
+    if [ -f "$dst" ] && [ ! -L "$dst" ] && cmp -s "$src" "$dst" && same_mode "$dst" "$2"; then
         echo "unchanged: $dst"
         return 0
     fi
     backup "$1"
     rm -f "$dst"
-    install -D -m @MODE@ "$src" "$dst"
+    install -D -m "$2" "$src" "$dst"
     echo "installed: $dst"
     changed=$((changed + 1))
 }
@@ -472,7 +533,6 @@ def install_script(run: RunResult, b: Bundle) -> str:
     """The ``install.sh`` text.  Every value from the report is one quoted word."""
     q = shlex.quote
     head = (_SCRIPT_HEAD.replace("@ROLLBACK@", str(ROLLBACK_DEFAULT))
-            .replace("@MODE@", f"{FILE_MODE:04o}")
             .replace("@AWK_SWAP@", edits.AWK_COMMENT_SWAP)
             .replace("@AWK_MOUNT@", edits.AWK_SET_MOUNT)
             .replace("@AWK_SET@", edits.AWK_SET_DIRECTIVE))
@@ -490,7 +550,7 @@ def install_script(run: RunResult, b: Bundle) -> str:
            *head.splitlines()]
     out.append("")
     for p in sorted(b.files):
-        out += [*_literal(p), f"install_file {q(p)}"]
+        out += [*_literal(p), f"install_file {q(p)} {_mode(b, p)}"]
     for path, op in b.edits:
         name, _kw, line = edits.split(op)
         out += [*_literal(path + line), f"edit_file {q(path)} {q(name)} {q(line)}"]
@@ -512,6 +572,11 @@ def install_script(run: RunResult, b: Bundle) -> str:
     out += ["else", '    echo "not applied to the running system (ROOT or NO_COMMANDS set)"',
             "fi"]
     return "\n".join(out) + "\n"
+
+
+def _mode(b: Bundle, path: str) -> str:
+    """The mode the bundle installs ``path`` with, in octal (``0644``)."""
+    return f"{b.modes.get(path, FILE_MODE):04o}"
 
 
 def _literal(text: str) -> list[str]:
@@ -553,7 +618,13 @@ def playbook_loader() -> type:
     class Loader(yaml.SafeLoader):
         """``yaml.SafeLoader`` plus Ansible's ``!unsafe`` tag."""
 
-    Loader.add_constructor("!unsafe", lambda ld, node: ld.construct_scalar(node))
+    def unsafe(loader: yaml.SafeLoader, node: yaml.Node) -> str:
+        if not isinstance(node, yaml.ScalarNode):
+            raise yaml.constructor.ConstructorError(
+                None, None, "!unsafe tags a scalar", node.start_mark)
+        return str(loader.construct_scalar(node))
+
+    Loader.add_constructor("!unsafe", unsafe)
     return Loader
 
 
@@ -586,59 +657,7 @@ def playbook(run: RunResult, b: Bundle) -> str:
     """The Ansible ``playbook.yml`` text (``ansible-lint`` production profile clean)."""
     import yaml
 
-    u = _Unsafe
-    tasks: list[dict[str, Any]] = []
-    for p in sorted(b.files):
-        tasks.append({"name": _name(f"Create the directory of {p}"), "vars": _path_vars(p),
-                      "ansible.builtin.file": {"path": "{{ (" + _DEST_EXPR + ") | dirname }}",
-                                               "state": "directory", "mode": "0755"}})
-        tasks.append({"name": _name(f"Install {p}"), "vars": _path_vars(p),
-                      "ansible.builtin.copy": {
-                          "src": "{{ playbook_dir }}/" + FILES + "{{ aiaudit_path }}",
-                          "dest": _DEST, "owner": "root", "group": "root",
-                          "mode": f"{FILE_MODE:04o}", "backup": True}})
-    for i, (path, op) in enumerate(b.edits):
-        # the same awk program as install.sh (read-only, so it also runs in check mode),
-        # then the result written with copy (backup, diff, check mode)
-        name, _kw, line = edits.split(op)
-        reg = f"aiaudit_edit_{i}"
-        tasks.append({"name": _name(f"Compute {path} after {op}"), "vars": _path_vars(path),
-                      "ansible.builtin.command": {"argv": [
-                          "/bin/sh", "-c", _EDIT_SH, "sh", _DEST, u(_AWK[name]), name]},
-                      "environment": {"AIAUDIT_LINE": u(line)},
-                      "register": reg, "changed_when": False, "check_mode": False})
-        tasks.append({"name": _name(f"Edit {path}: {op}"), "vars": _path_vars(path),
-                      "when": f"{reg}.stdout != '__aiaudit_absent__END'",
-                      "ansible.builtin.copy": {
-                          "content": "{{ " + reg + ".stdout[:-3] }}",
-                          "dest": _DEST, "mode": f"{FILE_MODE:04o}", "backup": True}})
-    for action, units in (("enable", b.enable), ("mask", b.mask)):
-        state = {"enabled": True} if action == "enable" else {"masked": True}
-        for unit in units:
-            tasks.append({"name": _name(f"{action.capitalize()} {unit}"),
-                          "when": _ONLINE, "ansible.builtin.systemd_service": {
-                              "name": u(unit), **state}})
-            tasks.append({"name": _name(f"{action.capitalize()} {unit} in the image"),
-                          "when": _OFFLINE, "ansible.builtin.command": {
-                              "argv": ["systemctl", "--root={{ aiaudit_root }}", action,
-                                       u(unit)]},
-                          "register": "aiaudit_unit",
-                          "changed_when": "'Created symlink' in aiaudit_unit.stderr"})
-    live = [t for t in b.apply if t == "sshd"]
-    for _ in live[:1]:
-        tasks.append({"name": "Validate the sshd configuration", "when": _ONLINE,
-                      "ansible.builtin.command": {"argv": [
-                          "/usr/sbin/sshd", "-t", "-f", "/etc/ssh/sshd_config"]},
-                      "changed_when": False})
-        # try-reload-or-restart acts only on a running unit: a stopped sshd stays stopped
-        tasks.append({"name": "Reload sshd if it runs", "when": _ONLINE,
-                      "ansible.builtin.command": {"argv": [
-                          "systemctl", "try-reload-or-restart", "ssh.service"]},
-                      "changed_when": True})
-    for cmd in b.commands:
-        tasks.append({"name": _name(f"Apply now: {cmd}"), "when": _ONLINE,
-                      "ansible.builtin.command": {"argv": ["/bin/sh", "-c", u(cmd)]},
-                      "changed_when": True})
+    tasks = [*_file_tasks(b), *_edit_tasks(b), *_unit_tasks(b), *_runtime_tasks(b)]
     firewall = [t for t in b.apply if t.startswith("nftables")]
     if firewall:
         tasks += _firewall_tasks(firewall[0].partition(" ")[2])
@@ -651,6 +670,79 @@ def playbook(run: RunResult, b: Bundle) -> str:
             "# offline, nothing applied to a running service).\n"
     return "---\n" + head + yaml.dump(play, Dumper=_dumper(), sort_keys=False, width=100,
                                       allow_unicode=False)
+
+
+def _file_tasks(b: Bundle) -> list[dict[str, Any]]:
+    """Install each file (its directory first) under ``aiaudit_root``, with its mode."""
+    tasks: list[dict[str, Any]] = []
+    for p in sorted(b.files):
+        tasks.append({"name": _name(f"Create the directory of {p}"), "vars": _path_vars(p),
+                      "ansible.builtin.file": {"path": "{{ (" + _DEST_EXPR + ") | dirname }}",
+                                               "state": "directory", "mode": "0755"}})
+        tasks.append({"name": _name(f"Install {p}"), "vars": _path_vars(p),
+                      "ansible.builtin.copy": {
+                          "src": "{{ playbook_dir }}/" + FILES + "{{ aiaudit_path }}",
+                          "dest": _DEST, "owner": "root", "group": "root",
+                          "mode": _mode(b, p), "backup": True}})
+    return tasks
+
+
+def _edit_tasks(b: Bundle) -> list[dict[str, Any]]:
+    """The in-place edits: the same awk program as install.sh (read-only, so it also runs
+    in check mode), then the result written with copy (backup, diff, check mode)."""
+    tasks: list[dict[str, Any]] = []
+    for i, (path, op) in enumerate(b.edits):
+        name, _kw, line = edits.split(op)
+        reg = f"aiaudit_edit_{i}"
+        tasks.append({"name": _name(f"Compute {path} after {op}"), "vars": _path_vars(path),
+                      "ansible.builtin.command": {"argv": [
+                          "/bin/sh", "-c", _EDIT_SH, "sh", _DEST, _Unsafe(_AWK[name]), name]},
+                      "environment": {"AIAUDIT_LINE": _Unsafe(line)},
+                      "register": reg, "changed_when": False, "check_mode": False})
+        tasks.append({"name": _name(f"Edit {path}: {op}"), "vars": _path_vars(path),
+                      "when": f"{reg}.stdout != '__aiaudit_absent__END'",
+                      "ansible.builtin.copy": {
+                          "content": "{{ " + reg + ".stdout[:-3] }}",
+                          "dest": _DEST, "mode": f"{FILE_MODE:04o}", "backup": True}})
+    return tasks
+
+
+def _unit_tasks(b: Bundle) -> list[dict[str, Any]]:
+    """Enable or mask each unit: on the running system, or offline in the image."""
+    tasks: list[dict[str, Any]] = []
+    for action, units in (("enable", b.enable), ("mask", b.mask)):
+        state = {"enabled": True} if action == "enable" else {"masked": True}
+        for unit in units:
+            tasks.append({"name": _name(f"{action.capitalize()} {unit}"),
+                          "when": _ONLINE, "ansible.builtin.systemd_service": {
+                              "name": _Unsafe(unit), **state}})
+            tasks.append({"name": _name(f"{action.capitalize()} {unit} in the image"),
+                          "when": _OFFLINE, "ansible.builtin.command": {
+                              "argv": ["systemctl", "--root={{ aiaudit_root }}", action,
+                                       _Unsafe(unit)]},
+                          "register": "aiaudit_unit",
+                          "changed_when": "'Created symlink' in aiaudit_unit.stderr"})
+    return tasks
+
+
+def _runtime_tasks(b: Bundle) -> list[dict[str, Any]]:
+    """On the running system only: validate and reload sshd, run the commands."""
+    tasks: list[dict[str, Any]] = []
+    if "sshd" in b.apply:
+        tasks.append({"name": "Validate the sshd configuration", "when": _ONLINE,
+                      "ansible.builtin.command": {"argv": [
+                          "/usr/sbin/sshd", "-t", "-f", "/etc/ssh/sshd_config"]},
+                      "changed_when": False})
+        # try-reload-or-restart acts only on a running unit: a stopped sshd stays stopped
+        tasks.append({"name": "Reload sshd if it runs", "when": _ONLINE,
+                      "ansible.builtin.command": {"argv": [
+                          "systemctl", "try-reload-or-restart", "ssh.service"]},
+                      "changed_when": True})
+    for cmd in b.commands:
+        tasks.append({"name": _name(f"Apply now: {cmd}"), "when": _ONLINE,
+                      "ansible.builtin.command": {"argv": ["/bin/sh", "-c", _Unsafe(cmd)]},
+                      "changed_when": True})
+    return tasks
 
 
 FIREWALL_SAVED = "/var/lib/aiaudit/nftables.running"
@@ -724,14 +816,7 @@ def readme(run: RunResult, b: Bundle) -> str:
     out += [f"This bundle addresses {len(b.fixed)} failing result(s):", ""]
     for f in b.fixed:
         out.append(_line(f, f.result.remediation.summary if f.result.remediation else ""))
-    out += ["", "Files (under files/, installed at the same path):"]
-    out += [f"  {clean(p)}" for p in sorted(b.files)] or ["  (none)"]
-    out += ["", "Files edited in place (backed up first):"]
-    out += [f"  {clean(p)}: {clean(op)}" for p, op in b.edits] or ["  (none)"]
-    out += ["", "Units enabled at boot (also under ROOT, with systemctl --root):"]
-    out += [f"  {u}" for u in b.enable] or ["  (none)"]
-    if b.mask:
-        out += ["", "Units masked (also under ROOT):"] + [f"  {u}" for u in b.mask]
+    out += _installed(b)
     if NFTABLES_CONF in b.files:
         out += ["", f"The firewall ({NFTABLES_CONF}) admits new inbound connections only "
                 "from/to:"]
@@ -744,8 +829,35 @@ def readme(run: RunResult, b: Bundle) -> str:
     out += [f"  {clean(c)}" for c in b.commands]
     if not b.apply and not b.commands:
         out += ["  (none)"]
+    out += _not_fixed(b)
+    if b.rejected:
+        out += ["", "Refused snippets:"] + [f"  {clean(r)}" for r in b.rejected]
+    out += ["", "Apply with:  sh install.sh   (or: ansible-playbook -i HOST, playbook.yml)",
+            "Then rescan: aiaudit scan"]
+    return "\n".join(out) + "\n"
+
+
+def _installed(b: Bundle) -> list[str]:
+    """The README's lists of files installed (with a mode that is not the default) and
+    edited, and of units enabled or masked."""
+    out = ["", "Files (under files/, installed at the same path):"]
+    out += [f"  {clean(p)}" + ("" if b.modes.get(p, FILE_MODE) == FILE_MODE else
+                               f" (mode {_mode(b, p)})") for p in sorted(b.files)] \
+        or ["  (none)"]
+    out += ["", "Files edited in place (backed up first):"]
+    out += [f"  {clean(p)}: {clean(op)}" for p, op in b.edits] or ["  (none)"]
+    out += ["", "Units enabled at boot (also under ROOT, with systemctl --root):"]
+    out += [f"  {u}" for u in b.enable] or ["  (none)"]
+    if b.mask:
+        out += ["", "Units masked (also under ROOT):"] + [f"  {u}" for u in b.mask]
+    return out
+
+
+def _not_fixed(b: Bundle) -> list[str]:
+    """The README's lists of what a rescan still fails: what a person must do, what only
+    the runtime commands fix, and what needs a step to take effect."""
     hand = b.needs_hand()
-    out += ["", f"{HAND} ({len(hand)}; a rescan still fails them until a person acts):"]
+    out = ["", f"{HAND} ({len(hand)}; a rescan still fails them until a person acts):"]
     for f in hand:
         rem = f.result.remediation
         text = (rem.manual if f in b.partial else rem.summary) if rem else \
@@ -760,11 +872,7 @@ def readme(run: RunResult, b: Bundle) -> str:
         out += ["", "Fixed in the configuration; to take effect, also:"]
         out += [_line(f, f.result.remediation.followup) for f in b.followup
                 if f.result.remediation]
-    if b.rejected:
-        out += ["", "Refused snippets:"] + [f"  {clean(r)}" for r in b.rejected]
-    out += ["", "Apply with:  sh install.sh   (or: ansible-playbook -i HOST, playbook.yml)",
-            "Then rescan: aiaudit scan"]
-    return "\n".join(out) + "\n"
+    return out
 
 
 def manual_list(text: str, *, offline: bool = True) -> list[tuple[str, str]]:
@@ -801,7 +909,9 @@ def write(run: RunResult, out_dir: str, *, min_severity: Severity = Severity.INF
         for p, content in b.files.items():
             dest = os.path.join(out_dir, FILES, p.lstrip("/"))
             os.makedirs(os.path.dirname(dest), exist_ok=True)
-            _write(dest, content, 0o644)
+            # the target's permissions for group and others (a private file stays private
+            # in the bundle too); its owner can always read the copy
+            _write(dest, content, b.modes.get(p, FILE_MODE) | 0o600)
         _write(os.path.join(out_dir, SCRIPT), install_script(run, b), 0o755)
         _write(os.path.join(out_dir, PLAYBOOK), playbook(run, b), 0o644)
         _write(os.path.join(out_dir, README), readme(run, b), 0o644)

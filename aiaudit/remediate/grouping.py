@@ -5,9 +5,18 @@ from __future__ import annotations
 
 import re
 from dataclasses import field
+from typing import Any, NamedTuple
 
-from aiaudit.core.model import Finding, RunResult, Severity, Status, sorted_findings
-from aiaudit.core.parsing import lazy_pattern
+from aiaudit.core.model import (
+    DEFAULT_FILE_MODE,
+    Finding,
+    RunResult,
+    Severity,
+    SnippetKind,
+    Status,
+    merged_mode,
+    sorted_findings,
+)
 from aiaudit.core.records import record
 
 
@@ -38,6 +47,8 @@ class FixGroup:
     """systemd units to enable at boot."""
     manual: list[str] = field(default_factory=list)
     """Steps a person must take that no snippet does."""
+    modes: dict[str, int] = field(default_factory=dict)
+    """Target path -> the mode its file is installed with (see :attr:`files`)."""
 
     @property
     def rule_ids(self) -> list[str]:
@@ -49,41 +60,37 @@ class FixGroup:
         return [f.result.subject for f in self.findings if f.rule_id == rule_id]
 
 
-_HEREDOC = lazy_pattern(
-    r"cat > (/[^\s'\"<>;&|]+) <<'?([A-Za-z_]+)'?\n((?:.*\n)*?)\2(?:\n(.*))?", re.DOTALL)
+class _Step(NamedTuple):
+    """One snippet of a fix as grouping compares it: a file (path, content, mode), a unit
+    to enable, or the command a person would type."""
+
+    kind: str
+    path: str | None
+    content: str
+    mode: int = DEFAULT_FILE_MODE
 
 
-def split_heredoc(command: str) -> tuple[str, str, str] | None:
-    """``(path, content, rest)`` for a command that writes a file with a here-document
-    (``cat > /etc/x <<'EOF'`` ... ``EOF``, then more commands); ``None`` otherwise.  Lets a
-    fix written as one shell command be grouped with fixes that write the same file."""
-    m = _HEREDOC().fullmatch(command.rstrip("\n"))
-    if m is None:
-        return None
-    return m.group(1), m.group(3), (m.group(4) or "").strip()
+_FixKey = tuple[Any, ...]
+"""``("result", summary, manual, steps)``, ``("rule", generic fix)`` or ``("none", rule)``."""
 
 
-def _snippets(f: Finding) -> tuple[tuple[str, str | None, str], ...]:
+def _steps(f: Finding) -> tuple[_Step, ...]:
     rem = f.result.remediation
-    out: list[tuple[str, str | None, str]] = []
+    out: list[_Step] = []
     for s in rem.snippets if rem is not None else ():
-        split = split_heredoc(s.content) if s.kind == "command" else None
-        if split is not None:
-            path, content, rest = split
-            out.append(("file", path, content))
-            if rest:
-                out.append(("command", None, rest))
-        elif s.kind in ("file", "enable", "command"):
-            out.append((s.kind, s.path, s.content))
+        if s.kind == SnippetKind.FILE:
+            out.append(_Step("file", s.path, s.content, s.mode))
+        elif s.kind in (SnippetKind.ENABLE, SnippetKind.COMMAND):
+            out.append(_Step(str(s.kind), s.path, s.content))
         else:  # mask, edit, apply: the command a person would type
-            out.append(("command", s.path, s.shell()))
+            out.append(_Step("command", s.path, s.shell()))
     return tuple(out)
 
 
-def _fix_key(f: Finding, generic: dict[str, str]) -> tuple:
+def _fix_key(f: Finding, generic: dict[str, str]) -> _FixKey:
     rem = f.result.remediation
     if rem is not None:
-        return ("result", rem.summary, rem.manual, _snippets(f))
+        return ("result", rem.summary, rem.manual, _steps(f))
     if generic.get(f.rule_id):
         return ("rule", generic[f.rule_id])
     return ("none", f.rule_id)
@@ -93,13 +100,25 @@ def fix_groups(run: RunResult) -> list[FixGroup]:
     """The failing results (waived ones excluded) grouped by the fix that addresses them,
     ordered by the highest severity in the group, then by how many results it fixes."""
     generic = {r.id: r.remediation for r in run.rules}
-    by_key: dict[tuple, list[Finding]] = {}
+    by_key: dict[_FixKey, list[Finding]] = {}
     for f in sorted_findings(run):
         if f.status is Status.FAIL:
             by_key.setdefault(_fix_key(f, generic), []).append(f)
     # worst and largest first, so a merged group is headed by its main fix
     keys = sorted(by_key, key=lambda k: (-max(f.severity.rank for f in by_key[k]),
                                          -len(by_key[k])))
+    members: dict[int, list[_FixKey]] = {}
+    for i, r in enumerate(_one_action(keys)):
+        members.setdefault(r, []).append(keys[i])
+    groups = [_make_group(members[r], by_key) for r in sorted(members)]
+    groups.sort(key=lambda g: (-g.severity.rank, -len(g.findings)))
+    return groups
+
+
+def _one_action(keys: list[_FixKey]) -> list[int]:
+    """For each key, the index of the first key that is the same action (union-find): fixes
+    that write the same file, or that end in the same command (the sshd fixes each edit a
+    line and all run `sshd -t && systemctl reload ssh`)."""
     parent = list(range(len(keys)))
 
     def root(i: int) -> int:
@@ -108,39 +127,33 @@ def fix_groups(run: RunResult) -> list[FixGroup]:
             i = parent[i]
         return i
 
-    # one action: fixes that write the same file, or that end in the same command (the
-    # sshd fixes each edit a line and all run `sshd -t && systemctl reload ssh`)
-    owner: dict[tuple[str, str], int] = {}
+    owner: dict[tuple[str, str | None], int] = {}
     for i, k in enumerate(keys):
         if k[0] != "result":
             continue
-        for kind, path, content in k[3]:
-            shared = ("file", path) if kind == "file" and path else (kind, content.strip())
+        for step in k[3]:
+            shared = (("file", step.path) if step.kind == "file" and step.path
+                      else (step.kind, step.content.strip()))
             if shared in owner:
                 a, b = root(i), root(owner[shared])
                 parent[max(a, b)] = min(a, b)
             else:
                 owner[shared] = i
-    members: dict[int, list[tuple]] = {}
-    for i, k in enumerate(keys):
-        members.setdefault(root(i), []).append(k)
-    groups = [_make_group(members[r], by_key) for r in sorted(members)]
-    groups.sort(key=lambda g: (-g.severity.rank, -len(g.findings)))
-    return groups
+    return [root(i) for i in range(len(keys))]
 
 
 MAX_SUMMARIES = 2
 """A group merged from more fixes than this gets one headline; the rest become steps."""
 
 
-def _written(key: tuple) -> frozenset[tuple[str | None, str]]:
+def _written(key: _FixKey) -> frozenset[tuple[str | None, str]]:
     """The (path, content) of the files a fix key writes."""
     if key[0] != "result":
         return frozenset()
-    return frozenset((path, content) for kind, path, content in key[3] if kind == "file")
+    return frozenset((s.path, s.content) for s in key[3] if s.kind == "file")
 
 
-def _make_group(keys: list[tuple], by_key: dict[tuple, list[Finding]]) -> FixGroup:
+def _make_group(keys: list[_FixKey], by_key: dict[_FixKey, list[Finding]]) -> FixGroup:
     g = FixGroup()
     g.findings = [f for k in keys for f in by_key[k]]
     g.severity = max((f.severity for f in g.findings), key=lambda s: s.rank)
@@ -148,20 +161,11 @@ def _make_group(keys: list[tuple], by_key: dict[tuple, list[Finding]]) -> FixGro
     written: dict[str, list[str]] = {}
     for k in keys:
         if k[0] == "result":
-            _, summary, manual, snippets = k
+            _, summary, manual, steps = k
             summaries.append(summary)
             if manual and manual not in g.manual:
                 g.manual.append(manual)
-            for kind, path, content in snippets:
-                if kind == "file" and path:
-                    blocks = written.setdefault(path, [])
-                    if content not in blocks:
-                        blocks.append(content)
-                elif kind == "enable":
-                    if content.strip() not in g.enable:
-                        g.enable.append(content.strip())
-                elif content.strip() and content.rstrip("\n") not in g.commands:
-                    g.commands.append(content.rstrip("\n"))
+            _add_steps(g, steps, written)
         elif k[0] == "rule":
             summaries.append(k[1].strip())
         else:
@@ -174,7 +178,30 @@ def _make_group(keys: list[tuple], by_key: dict[tuple, list[Finding]]) -> FixGro
     head_files = _written(keys[0])
     summaries = [x for k, x in zip(keys, summaries, strict=True)
                  if k is keys[0] or not head_files or _written(k) != head_files]
-    summaries = list(dict.fromkeys(summaries))
+    _summarise(g, list(dict.fromkeys(summaries)))
+    return g
+
+
+def _add_steps(g: FixGroup, steps: tuple[_Step, ...], written: dict[str, list[str]]) -> None:
+    """Add a fix's steps to ``g``: file contents (each block once) into ``written``, with
+    the file's mode, units to enable and commands (each once, in order)."""
+    for step in steps:
+        content = step.content
+        if step.kind == "file" and step.path:
+            blocks = written.setdefault(step.path, [])
+            if content not in blocks:
+                blocks.append(content)
+            old = g.modes.get(step.path)
+            g.modes[step.path] = step.mode if old is None else merged_mode(old, step.mode)
+        elif step.kind == "enable":
+            if content.strip() not in g.enable:
+                g.enable.append(content.strip())
+        elif content.strip() and content.rstrip("\n") not in g.commands:
+            g.commands.append(content.rstrip("\n"))
+
+
+def _summarise(g: FixGroup, summaries: list[str]) -> None:
+    """Set the group's headline (and the fixes merged into it) from their summaries."""
     if len(summaries) <= MAX_SUMMARIES:
         g.summary, g.also = summaries[0], summaries[1:]
     elif not g.files:
@@ -191,7 +218,6 @@ def _make_group(keys: list[tuple], by_key: dict[tuple, list[Finding]]) -> FixGro
             parts.append(f"run {n} command{'s' if n != 1 else ''} to apply "
                          + ("it" if n == 1 else "them") + " now")
         g.summary = " and ".join(parts) + "."
-    return g
 
 
 _SYSCTL_W = re.compile(r"sysctl -w ([A-Za-z0-9_./*-]+)='([^'\n]*)'")
@@ -218,12 +244,17 @@ def _sysctl_load(files: dict[str, list[str]], commands: list[str]) -> list[str]:
     return out
 
 
-def heredoc(path: str, lines: list[str]) -> str:
+def heredoc(path: str, lines: list[str], mode: int = DEFAULT_FILE_MODE) -> str:
     """A shell command writing ``lines`` to ``path``: a quoted here-document, so nothing in
-    the content is expanded, with a delimiter no content line equals."""
+    the content is expanded, with a delimiter no content line equals; then a ``chmod`` when
+    the file's ``mode`` is not the default (for a person to paste: the bundle installs the
+    file itself)."""
     import shlex
 
     delim = "EOF"
     while delim in lines:
         delim += "_"
-    return "\n".join([f"cat > {shlex.quote(path)} <<'{delim}'", *lines, delim])
+    out = [f"cat > {shlex.quote(path)} <<'{delim}'", *lines, delim]
+    if mode != DEFAULT_FILE_MODE:
+        out.append(f"chmod {mode:04o} {shlex.quote(path)}")
+    return "\n".join(out)

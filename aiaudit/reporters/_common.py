@@ -10,7 +10,14 @@ import re
 from typing import Iterable, Mapping
 
 from aiaudit.core.escape import text_safe
-from aiaudit.core.model import Finding, RunResult, Severity, Status
+from aiaudit.core.model import (
+    DEFAULT_FILE_MODE,
+    Finding,
+    RunResult,
+    Severity,
+    SnippetKind,
+    Status,
+)
 
 
 def host_label(run: RunResult) -> str:
@@ -50,11 +57,12 @@ def remediation_text(finding: Finding, *, markdown: bool = False) -> str:
         lines += ["", f"By hand: {rem.manual}"] if markdown else [f"By hand: {rem.manual}"]
     for s in rem.snippets:
         body = s.content.rstrip("\n")
-        if s.kind == "file":
-            head = f"Drop in {s.path}:"
+        if s.kind == SnippetKind.FILE:
+            mode = f" (mode {s.mode:04o})" if s.mode != DEFAULT_FILE_MODE else ""
+            head = f"Drop in {s.path}{mode}:"
             lines += (["", f"{head}", "", "```", body, "```"] if markdown
                       else [head, *("    " + ln for ln in body.splitlines())])
-        elif s.kind == "enable":
+        elif s.kind == SnippetKind.ENABLE:
             cmd = f"systemctl enable {body}"
             lines += (["", "Enable at boot:", "", "```sh", cmd, "```"] if markdown
                       else ["Enable at boot:", f"    $ {cmd}"])
@@ -115,7 +123,7 @@ def whole_scan_counts(run: RunResult) -> Mapping[str, Mapping[str, int]]:
 
 def verdict(run: RunResult) -> tuple[int, str]:
     """The exit code the scan's counts give and one sentence saying what it means (as
-    :func:`aiaudit.core.runner.exit_status` with the default ``--on-error code``)."""
+    :func:`aiaudit.core.scan.exit_status` with the default ``--on-error code``)."""
     whole = whole_scan_counts(run)
     rank = run.fail_on.rank
 

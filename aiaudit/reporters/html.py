@@ -27,7 +27,7 @@ from typing import Any, Mapping
 
 from aiaudit.api import ReporterSpec, RunResult, hookimpl
 from aiaudit.core.escape import html_safe
-from aiaudit.core.model import Finding, Severity, Status, sorted_findings
+from aiaudit.core.model import DEFAULT_FILE_MODE, Finding, Severity, Status, sorted_findings
 from aiaudit.remediate.grouping import FixGroup, fix_groups, heredoc
 from aiaudit.reporters._common import (
     evidence_text,
@@ -207,7 +207,8 @@ def _header(run: RunResult, out: list[str]) -> None:
 
 
 def _fix_shell(g: FixGroup) -> str:
-    shell = [heredoc(p, lines) for p, lines in g.files.items()]
+    shell = [heredoc(p, lines, g.modes.get(p, DEFAULT_FILE_MODE))
+             for p, lines in g.files.items()]
     shell += g.commands + [f"systemctl enable {u}" for u in g.enable]
     return "\n".join(shell)
 

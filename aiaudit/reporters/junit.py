@@ -74,7 +74,7 @@ def case_times(run: RunResult) -> dict[str, float]:
 
 
 def _case(run: RunResult, f: Finding, time: float) -> Any:
-    from junit_xml import TestCase
+    from junit_xml import TestCase  # type: ignore[import-untyped]  # ships no types
 
     r = f.result
     name = xml_safe(f"{f.rule_id}[{r.subject}]")

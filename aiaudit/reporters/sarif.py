@@ -48,7 +48,15 @@ from urllib.parse import quote
 
 from aiaudit.api import ReporterSpec, RunResult, hookimpl
 from aiaudit.core.escape import text_safe
-from aiaudit.core.model import Evidence, Finding, RuleInfo, Severity, Status, sorted_findings
+from aiaudit.core.model import (
+    Evidence,
+    Finding,
+    RuleInfo,
+    Severity,
+    SnippetKind,
+    Status,
+    sorted_findings,
+)
 from aiaudit.reporters._common import fingerprint, host_label, remediation_text, safe_id
 
 SCHEMA_URI = ("https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/"
@@ -217,7 +225,7 @@ def _fixes(f: Finding) -> list[dict[str, Any]]:
                 "replacements": [{"deletedRegion": {"startLine": 1, "startColumn": 1,
                                                     "endLine": 1, "endColumn": 1},
                                   "insertedContent": {"text": s.content}}]}
-               for s in rem.snippets if s.kind == "file" and s.path]
+               for s in rem.snippets if s.kind == SnippetKind.FILE and s.path]
     if not changes:
         return []
     return [{"description": {"text": rem.summary}, "artifactChanges": changes}]

@@ -29,7 +29,7 @@ from typing import Any, Mapping
 
 from aiaudit.api import ReporterSpec, RunResult, hookimpl
 from aiaudit.core.escape import human_safe
-from aiaudit.core.model import Finding, Severity, Status, sorted_findings
+from aiaudit.core.model import DEFAULT_FILE_MODE, Finding, Severity, Status, sorted_findings
 from aiaudit.core.records import record
 from aiaudit.remediate.grouping import FixGroup, fix_groups, heredoc
 from aiaudit.reporters._common import (
@@ -150,7 +150,7 @@ def _fix_block(n: int, g: FixGroup) -> list[Line]:
         out.append(Line([("By hand: ", "bold yellow"), (_s(m), "")], 2))
     shell: list[str] = []
     for path, lines in g.files.items():
-        shell.append(heredoc(path, lines))
+        shell.append(heredoc(path, lines, g.modes.get(path, DEFAULT_FILE_MODE)))
     shell += g.commands
     shell += [f"systemctl enable {u}" for u in g.enable]
     if shell:
@@ -310,29 +310,11 @@ def build(run: RunResult, verbose: bool = False) -> list[Line]:
         for n, g in enumerate(groups, 1):
             out += _fix_block(n, g)
     for status, title in ((Status.ERROR, "Could not evaluate"), (Status.WAIVED, "Waived")):
-        items = [f for f in findings if f.status is status]
-        if items:
-            items.sort(key=lambda f: -f.severity.rank)
-            out += [Line([]), Line([(f"{title} ({len(items)})", "bold underline")])]
-            for rule_findings in _by_rule(items):
-                out.append(_rule_line(rule_findings[0], 0))
-                for f in rule_findings:
-                    out += _result_lines(f, 4)
+        out += _section(title, [f for f in findings if f.status is status])
     skips = [f for f in findings if f.status is Status.SKIP]
     if skips:
         out += _skipped(sorted(skips, key=lambda f: -f.severity.rank), verbose)
-    passed = [f for f in findings if f.status is Status.PASS]
-    if passed:
-        out.append(Line([]))
-        if verbose:
-            out.append(Line([(f"Passed ({len(passed)})", "bold underline")]))
-            for f in sorted(passed, key=lambda f: -f.severity.rank):
-                out.append(_rule_line(f, 0))
-                out += _result_lines(f, 4)
-        else:
-            out.append(Line([(f"Passed: {plural(len(passed), 'result')} "
-                              f"of {plural(len({f.rule_id for f in passed}), 'rule')} "
-                              "(-v lists them)", "green")]))
+    out += _passed([f for f in findings if f.status is Status.PASS], verbose)
     if run.notices:
         out += [Line([]), Line([("Notices", "bold underline")])]
         for notice in run.notices:
@@ -340,6 +322,34 @@ def build(run: RunResult, verbose: bool = False) -> list[Line]:
     if groups:
         out += _fix_first(groups, nfail)
     out += _summary(run)
+    return out
+
+
+def _section(title: str, items: list[Finding]) -> list[Line]:
+    """The results that could not be evaluated (or were waived), worst first, by rule."""
+    if not items:
+        return []
+    items.sort(key=lambda f: -f.severity.rank)
+    out = [Line([]), Line([(f"{title} ({len(items)})", "bold underline")])]
+    for rule_findings in _by_rule(items):
+        out.append(_rule_line(rule_findings[0], 0))
+        for f in rule_findings:
+            out += _result_lines(f, 4)
+    return out
+
+
+def _passed(passed: list[Finding], verbose: bool) -> list[Line]:
+    """The passed results: one count line, or (``verbose``) each of them."""
+    if not passed:
+        return []
+    if not verbose:
+        return [Line([]), Line([(f"Passed: {plural(len(passed), 'result')} "
+                                 f"of {plural(len({f.rule_id for f in passed}), 'rule')} "
+                                 "(-v lists them)", "green")])]
+    out = [Line([]), Line([(f"Passed ({len(passed)})", "bold underline")])]
+    for f in sorted(passed, key=lambda f: -f.severity.rank):
+        out.append(_rule_line(f, 0))
+        out += _result_lines(f, 4)
     return out
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from aiaudit.core import plugins, ruleset
 from aiaudit.core.host import Host
-from aiaudit.core.runner import ScanOptions, scan
+from aiaudit.core.scan import ScanOptions, scan
 
 FILES = [
     "etc/sudoers", "etc/sudoers.d/x", "etc/docker/daemon.json",

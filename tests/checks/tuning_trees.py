@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 CPU = "/sys/devices/system/cpu"
 
@@ -19,6 +19,18 @@ def cpufreq(n: int, driver: str, gov: Callable[[int], str],
         if epp:
             files[f"{d}/energy_performance_preference"] = epp(c) + "\n"
     return files
+
+
+def intel(make_root: Callable[..., Any], gov: Callable[[int], str],
+          epp: Callable[[int], str] | None = None, extra: dict[str, str] | None = None,
+          links: dict[str, str] | None = None) -> Any:
+    """A live root with 128 intel_pstate CPUs in active mode, turbo allowed."""
+    files = cpufreq(128, "intel_pstate", gov, epp)
+    files[f"{CPU}/intel_pstate/status"] = "active\n"
+    files[f"{CPU}/intel_pstate/no_turbo"] = "0\n"
+    files["/proc/cmdline"] = "ro quiet\n"
+    files.update(extra or {})
+    return make_root(files, links or {})
 
 
 def cpuidle(n: int, states: list[tuple[str, int]], disabled: Callable[[int, str], bool]
@@ -47,6 +59,25 @@ def disk(name: str, sched: str, rot: str = "0", ra: str = "128", queues: int = 4
     if hidden is not None:
         files[f"{base}/hidden"] = hidden + "\n"
     return files, {f"/sys/block/{name}": f"../devices/virtual/test/{name}"}
+
+
+def disks_root(make_root: Callable[..., Any],
+               *disks: tuple[dict[str, str], dict[str, str]],
+               files: dict[str, str] | None = None, links: dict[str, str] | None = None
+               ) -> Any:
+    """A live root with the :func:`disk` trees of ``disks`` and ``/proc/cmdline``."""
+    f: dict[str, str] = dict(files or {})
+    lk: dict[str, str] = dict(links or {})
+    for df, dl in disks:
+        f.update(df)
+        lk.update(dl)
+    f["/proc/cmdline"] = "ro\n"
+    return make_root(f, lk)
+
+
+def by_subject(results: list[Any]) -> dict[str, Any]:
+    """Results by subject."""
+    return {r.subject: r for r in results}
 
 
 GRUB_CFG = ("menuentry 'Debian GNU/Linux' {\n"

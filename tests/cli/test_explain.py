@@ -29,11 +29,25 @@ def test_explain_is_case_insensitive_and_readable() -> None:
     assert all(len(line) <= 100 for line in out.splitlines() if not line.startswith("    "))
 
 
-def test_explain_shows_a_heredoc_fix_as_the_file_it_writes() -> None:
+def test_explain_shows_a_file_fix_as_the_file_it_writes() -> None:
     out = cli("explain", "FW-DEFAULT-DENY-INPUT").out
     assert "writes /etc/nftables.conf:" in out and "policy drop;" in out
     assert "runs now:\n      nft -c -f /etc/nftables.conf && nft -f /etc/nftables.conf" in out
     assert "<<'EOF'" not in out
+
+
+def test_fix_lines_show_a_file_mode_and_a_heredoc_command_as_a_command() -> None:
+    """A file snippet says its mode when it is not the default; a command that happens to
+    hold a here-document (a third-party fix) is a command, shown as given."""
+    from aiaudit.cli.explain import _fix_lines
+    from aiaudit.core.model import Remediation, Result, Snippet
+
+    cmd = "cat > /etc/a.conf <<'EOF'\nx = 1\nEOF"
+    rem = Remediation("Fix it.", (Snippet.file("/etc/b.conf", "y = 2\n", mode=0o600),
+                                  Snippet.command(cmd)))
+    lines = _fix_lines([Result(Status.FAIL, "x", "bad", remediation=rem)])
+    assert lines == ["  Fix it.", "  writes /etc/b.conf (mode 0600):", "    y = 2",
+                     "  runs now:", "    cat > /etc/a.conf <<'EOF'", "    x = 1", "    EOF"]
 
 
 @pytest.mark.parametrize("typo,suggestion", [

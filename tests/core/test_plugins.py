@@ -41,9 +41,9 @@ assert reg.checks["kernel.sysctl"].id == "kernel.sysctl"
 assert "aiaudit.checks.kernel.sysctl" in sys.modules
 assert "aiaudit.checks.ssh.sshd_option" not in sys.modules
 assert "ssh.sshd_option" in reg.checks          # found by its path: only its module imported
-assert "aiaudit.checks.legacy_firewall.default_deny" not in sys.modules
+assert "aiaudit.checks.firewall.default_deny" not in sys.modules
 assert reg.checks.get("no.such") is None         # unknown: everything loaded, still None
-assert "aiaudit.checks.legacy_firewall.default_deny" in sys.modules
+assert "aiaudit.checks.firewall.default_deny" in sys.modules
 assert len(reg.checks) == len(set(reg.checks)) >= 50
 print("ok")
 """
@@ -63,7 +63,7 @@ print(",".join(loaded))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     loaded = [m for m in out.stdout.strip().split(",") if m.count(".") >= 3]
-    assert loaded == ["aiaudit.checks.legacy_memory.shm"], loaded
+    assert loaded == ["aiaudit.checks.memory.shm"], loaded
 
 
 def test_every_hook_is_seen_by_the_fast_hook_filter() -> None:

@@ -13,7 +13,7 @@ from aiaudit.core.errors import ExitCode, NotFound
 from aiaudit.core.host import Host
 from aiaudit.core.model import HostInfo, Result, RuleInfo, Severity, Status
 from aiaudit.core.ruleset import Rule, Ruleset
-from aiaudit.core.runner import ScanOptions, exit_status, scan
+from aiaudit.core.scan import ScanOptions, exit_status, scan
 
 RELEASE = threading.Event()
 """Set at module teardown so hung check threads end."""
@@ -275,3 +275,10 @@ def test_worker_holds_the_scan_deadline(tmp_path) -> None:
     assert "scan deadline" in got["A"][0].message
     assert any("1 rule(s) not evaluated" in n for n in run.notices), run.notices
     assert time.monotonic() - t0 < 2
+
+
+def test_exit_codes_are_the_documented_ones() -> None:
+    """Every code the command line returns (README, "Exit codes")."""
+    assert {c.name: int(c) for c in ExitCode} == {
+        "OK": 0, "FAILED": 1, "USAGE": 2, "NOT_EVALUATED": 3, "INTERNAL": 4, "BAD_INPUT": 5,
+        "INTERRUPTED": 130}

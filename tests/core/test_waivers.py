@@ -11,8 +11,7 @@ import pytest
 
 from aiaudit.core.errors import RulesetError
 from aiaudit.core.model import Status, Waiver
-from aiaudit.core.runner import apply_waivers
-from aiaudit.core.waivers import load_waivers, parse_waivers
+from aiaudit.core.waivers import apply_waivers, load_waivers, parse_waivers
 from tests.helpers import cli
 from tests.modes_support import HOST, finding, scripted  # noqa: F401
 

@@ -19,7 +19,7 @@ BASE_ROOT = ROOTS / "gpu-matching-stack" / "root"
 def _base_json() -> str:
     from aiaudit.core import plugins, ruleset
     from aiaudit.core.host import Host
-    from aiaudit.core.runner import ScanOptions, scan
+    from aiaudit.core.scan import ScanOptions, scan
 
     rs = ruleset.load("dl-training", plugins.registry())
     run = scan(rs, Host(str(BASE_ROOT), live=False), ScanOptions())

@@ -12,6 +12,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from aiaudit.core.errors import ExitCode
 from aiaudit.core.ruleset import schema
 from tests.fleet.reports import report, write
 from tests.helpers import cli
@@ -72,7 +73,7 @@ def test_bad_input_is_one_line_each_and_exit_5(tmp_path: Path) -> None:
     cut = Path(folder) / "cut.json"
     cut.write_text(json.dumps(good("gpu03"), indent=2)[:5000])
     res = cli("fleet", folder)
-    assert res.code == 5
+    assert res.code == 5 == ExitCode.BAD_INPUT
     lines = res.err.strip().splitlines()
     assert len(lines) == 1
     assert re.match(rf"aiaudit: error: {re.escape(str(cut))}:\d+: truncated JSON document",

@@ -222,8 +222,10 @@ def test_hung_scan_does_not_hold_the_job_past_the_deadline(cluster: Cluster,
     r = cluster.run("srun", "-N1", "echo", "ran", timeout=60)
     took = time.monotonic() - t0
     assert r.returncode == 0 and r.stdout.strip() == "ran", r.stderr
-    # the documented worst case of the script is AIAUDIT_TIMEOUT + 7 s; slack for slurm
-    assert took < 1 + 7 + 5, took
+    # a deadline test, so wall time: the documented worst case of the script is
+    # AIAUDIT_TIMEOUT + 7 s; the bound is generous (a loaded machine) and still far below
+    # the 600 s the hung scan would hold the job
+    assert took < 1 + 7 + 40, took
     cluster.wait_idle()
     assert not cluster.reason()
     assert not (tmp_path / "last.json").exists()  # killed: no report stands for this job

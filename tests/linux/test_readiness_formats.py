@@ -1,6 +1,7 @@
-"""Small formats of the readiness checks: PCI/RDMA sysfs, modprobe.d, apt.conf, apt lists,
-daemon.json, TOML, apptainer.conf, nvidia-smi XML; every parser gives a value or a
-ParseError for any text."""
+"""Small formats of the readiness checks: apt.conf, apt lists, daemon.json, TOML,
+apptainer.conf; every parser gives a value or a ParseError for any text.  (PCI/RDMA sysfs,
+modprobe.d and nvidia-smi XML are tested beside their modules: tests/linux/pci/,
+tests/linux/kmod/, tests/linux/gpu/.)"""
 
 from __future__ import annotations
 
@@ -11,34 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from aiaudit.core.errors import ParseError
-from aiaudit.linux import pci as pcisysfs
 from aiaudit.linux.containers import apptainer, jsonconf, tomlconf
-from aiaudit.linux.gpu import nvsmi
-from aiaudit.linux.kmod import modprobe
 from aiaudit.linux.packages import aptconf, aptlists
-
-
-def test_pci_formats() -> None:
-    assert pcisysfs.parse_speed("16.0 GT/s PCIe\n") == 16.0
-    assert pcisysfs.parse_speed("8 GT/s") == 8.0  # Linux < 4.17
-    assert pcisysfs.parse_speed("2.5 GT/s PCIe") == 2.5
-    assert pcisysfs.parse_speed("Unknown") is None
-    assert pcisysfs.parse_width("16\n") == 16
-    assert pcisysfs.parse_hex("0x030200", 24) == 0x030200
-    assert pcisysfs.parse_port_state("4: ACTIVE\n") == (4, "ACTIVE")
-    assert pcisysfs.parse_port_state("5: LinkUp") == (5, "LinkUp")
-    assert pcisysfs.parse_rate("400 Gb/sec (4X NDR)") == 400.0
-    assert pcisysfs.parse_rate("2.5 Gb/sec (1X SDR)") == 2.5
-    with pytest.raises(ParseError):
-        pcisysfs.parse_hex("0x1000000", 24)
-
-
-def test_modprobe() -> None:
-    cmds = modprobe.parse_modprobe("# x\nblacklist nouveau\noptions nouveau \\\n modeset=0\n")
-    assert [(c.command, c.args, c.line) for c in cmds] == [
-        ("blacklist", ("nouveau",), 2), ("options", ("nouveau", "modeset=0"), 3)]
-    assert modprobe.parse_modules_load("; c\nnvidia-peermem\n# x\n") == [("nvidia-peermem", 2)]
-    assert modprobe.norm("nvidia-peermem") == "nvidia_peermem"
 
 
 def test_aptconf_scopes_and_last_wins() -> None:
@@ -93,10 +68,8 @@ def test_toml_and_apptainer() -> None:
 
 @given(st.text(max_size=300))
 def test_any_text(text: str) -> None:
-    for fn in (modprobe.parse_modprobe, modprobe.parse_modules_load, aptconf.parse,
-               jsonconf.parse_object, tomlconf.parse, apptainer.parse, nvsmi.parse,
-               pcisysfs.parse_speed, pcisysfs.parse_width, pcisysfs.parse_port_state,
-               pcisysfs.parse_rate, aptlists.packages):
+    for fn in (aptconf.parse, jsonconf.parse_object, tomlconf.parse, apptainer.parse,
+               aptlists.packages):
         try:
             fn(text)
         except ParseError:

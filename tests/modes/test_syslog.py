@@ -186,10 +186,10 @@ def test_stream_socket_fallback(tmp_path: Path) -> None:
 
 
 def test_cli_default_socket_is_the_syslog_modules() -> None:
-    from aiaudit import cli
+    from aiaudit.cli import options
     from aiaudit.modes import syslog
 
-    assert cli.DEFAULT_SYSLOG_SOCKET == syslog.DEFAULT_SOCKET
+    assert options.DEFAULT_SYSLOG_SOCKET == syslog.DEFAULT_SOCKET
 
 
 def test_priorities_of_a_changes_run() -> None:

@@ -13,11 +13,14 @@ import random
 from pathlib import Path
 from typing import Any
 
-from aiaudit.checks import legacy_limits as lc
-
 from aiaudit.core.host import Host
 from aiaudit.linux.accounts import users
 from aiaudit.linux.pam_limits import conf as lp
+from aiaudit.linux.pam_limits.build import PamBuild
+from aiaudit.linux.pam_limits.files import limits_files
+from aiaudit.linux.pam_limits.stack import pam_stack
+from aiaudit.linux.pam_limits.start import FD_SETSIZE
+from aiaudit.linux.pam_limits.subject import subject_for
 
 PASSWD = ("root:x:0:0:root:/root:/bin/sh\n"
           "alice:x:1000:1000::/home/alice:/bin/sh\n"
@@ -126,7 +129,7 @@ def predict(case: dict[str, Any], base: Path, *, cap_sys_resource: bool,
     """What the real module should leave in the session process (same shape as the
     driver's results; ``open`` is 0, 3 (PAM_SERVICE_ERR) or 10 (PAM_USER_UNKNOWN))."""
     host = Host(str(_root(base, case)), live=False)
-    build = lc.PamBuild(True, "1.5.2-6", (1, 5, 2), "oracle")
+    build = PamBuild(True, "1.5.2-6", (1, 5, 2), "oracle")
     child = {k: tuple(_inf(x) for x in v) for k, v in case["child"].items()}
     acc = users.accounts(host)
     user = acc.db.user(case["user"])
@@ -143,14 +146,14 @@ def predict(case: dict[str, Any], base: Path, *, cap_sys_resource: bool,
     for a in case["args"].split():
         if a.startswith("conf="):
             conf = a[5:]
-    files, _notes = lc.limits_files(host, build, conf)
+    files, _notes = limits_files(host, build, conf)
     sides = {}
     for item in ("nofile", "memlock"):
         s, h = (_inf(x) for x in case["pid1"][item])
         if item == "nofile":
-            s = min(s, lc.FD_SETSIZE)
+            s = min(s, FD_SETSIZE)
         sides[item] = (lp.Side(s, lp.KERNEL), lp.Side(h, lp.KERNEL))
-    dec = lp.decide(files, lc.subject_for(acc, user), sides,
+    dec = lp.decide(files, subject_for(acc, user), sides,
                     lp.Variant(debian_root=True, nr_open=nr_open))
     if dec.status == "failed":
         return out(child, 3)
@@ -240,14 +243,14 @@ def stack_predict(case: dict[str, Any], base: Path) -> str:
         if text is not None:
             (etc / "security" / rel).write_text(text)
     host = Host(str(base), live=False)
-    st = lc.pam_stack(host, case["service"])
+    st = pam_stack(host, case["service"])
     if st.broken:
         return "refused"
     if not st.calls:
         return "skipped"
-    build = lc.PamBuild(True, "1.5.2-6", (1, 5, 2), "oracle")
+    build = PamBuild(True, "1.5.2-6", (1, 5, 2), "oracle")
     for call in st.calls:
-        files, _ = lc.limits_files(host, build, call.conf)
+        files, _ = limits_files(host, build, call.conf)
         if any(isinstance(lines, str) for _, lines in files):
             if call.fatal:
                 return "refused"

@@ -20,7 +20,7 @@ import yaml
 
 from aiaudit.core import plugins
 from aiaudit.core.model import Aspect, Remediation, Result, Snippet, Status
-from aiaudit.core.serialize import run_dict
+from aiaudit.core.serialize import run_dict, run_from_dict
 from aiaudit.remediate import bundle as remediate
 from tests.helpers import ROOTS, cli
 from tests.reporters.samples import SYSCTL_DROPIN, mixed_run
@@ -192,6 +192,41 @@ def test_snippets_for_one_path_are_merged() -> None:
     # the waived failure is not fixed, pass/skip/error are not touched
     assert {x.rule_id for x in b.fixed} == {"SYSCTL-VM-MAX-MAP-COUNT", "BLOCK-NVME-SCHEDULER"}
     assert "sysctl -w vm.max_map_count='262144'" in b.commands
+
+
+def test_a_file_is_installed_with_its_mode(make_root, tmp_path: Path) -> None:
+    """A file snippet's mode travels through the saved report into install.sh, the
+    playbook, the README and the bundle's own copy; the same content with another mode on
+    the host is installed again; set-id bits are refused."""
+    private = "/etc/aiaudit/private.conf"
+    run = mixed_run()
+    f = run.findings[1]
+    rem = Remediation("Keep it private.", (
+        Snippet.file(private, "secret = 1\n", mode=0o600),
+        Snippet.file("/etc/aiaudit/setuid", "x\n", mode=0o4755)))
+    run = replace(run, findings=(replace(f, result=replace(f.result, remediation=rem)),))
+    run = run_from_dict(json.loads(json.dumps(run_dict(run))))  # through a saved report
+    out = tmp_path / "bundle"
+    b = remediate.write(run, str(out))
+    assert b.files == {private: "secret = 1\n"} and b.modes == {private: 0o600}
+    assert len(b.rejected) == 1 and "file mode 0o4755 of '/etc/aiaudit/setuid'" in b.rejected[0]
+    assert (out / "files" / private.lstrip("/")).stat().st_mode & 0o777 == 0o600
+    assert f"install_file {private} 0600\n" in (out / "install.sh").read_text()
+    assert f"  {private} (mode 0600)\n" in (out / "README.txt").read_text()
+    play = yaml.load((out / "playbook.yml").read_text(), Loader=remediate.playbook_loader())
+    (copy,) = [t["ansible.builtin.copy"] for t in play[0]["tasks"]
+               if "ansible.builtin.copy" in t]
+    assert copy["mode"] == "0600"
+    root = make_root({"/etc/hostname": "x\n"})
+    target = root / private.lstrip("/")
+    for i, (before, said) in enumerate([(None, "installed"), (None, "unchanged"),
+                                        (0o644, "installed")]):
+        if before is not None:
+            target.chmod(before)
+        p = _sh(out / "install.sh", ROOT=str(root), BACKUP_DIR=str(tmp_path / f"b{i}"))
+        assert p.returncode == 0, p.stderr
+        assert f"{said}: {target}" in p.stdout, p.stdout
+        assert target.stat().st_mode & 0o777 == 0o600
 
 
 def test_unsafe_target_paths_are_refused(tmp_path: Path) -> None:

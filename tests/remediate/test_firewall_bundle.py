@@ -9,10 +9,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from aiaudit.checks import legacy_firewall as firewall
 
 from aiaudit.linux.netfilter import inbound, nft
 from aiaudit.linux.netfilter import model as nf
+from aiaudit.linux.netfilter.evaluate import evaluate
 from aiaudit.remediate import bundle as remediate
 from tests.netns import netns, run_in
 from tests.reporters.scans import scan_root
@@ -100,7 +100,7 @@ def test_real_nft_admits_the_declared_ports_and_nothing_else(make_root, tmp_path
         run_in(ns, "nft", "-f", str(conf))
         rs = nft.parse_json(run_in(ns, "nft", "-j", "list", "ruleset"))
     for fam in (4, 6):
-        ev = firewall.evaluate(rs, fam, [])
+        ev = evaluate(rs, fam, [])
         assert _expand(ev.admitted) == _expand(DECLARED_ANY), fam
         assert all(d.outcome.value != "accept" for d in ev.default.values())
         # the exporters only from the monitoring network

@@ -8,7 +8,7 @@ from pathlib import Path
 from aiaudit.core import plugins, ruleset
 from aiaudit.core.host import Host
 from aiaudit.core.model import RunResult
-from aiaudit.core.runner import ScanOptions, scan
+from aiaudit.core.scan import ScanOptions, scan
 from tests.helpers import ROOTS
 
 FIXTURE_ROOT = ROOTS / "sysctl-etc-overrides-vendor" / "root"

@@ -25,7 +25,7 @@ from aiaudit.core.model import (
     Status,
     Waiver,
 )
-from aiaudit.remediate.grouping import fix_groups, heredoc, split_heredoc
+from aiaudit.remediate.grouping import fix_groups, heredoc
 from aiaudit.reporters._common import SKIP_NO_USER
 from aiaudit.reporters.text import MAX_FIX_FIRST, render
 from tests.helpers import FIXTURES
@@ -51,8 +51,8 @@ def _sysctl_fix(key: str, value: str) -> Remediation:
 
 
 FW_FIX = Remediation("No firewall loads at boot: write /etc/nftables.conf.", (
-    Snippet.command("cat > /etc/nftables.conf <<'EOF'\nflush ruleset\ntable inet filter {\n"
-                    "}\nEOF\nnft -c -f /etc/nftables.conf && systemctl enable --now nftables"),))
+    Snippet.file("/etc/nftables.conf", "flush ruleset\ntable inet filter {\n}\n"),
+    Snippet.command("nft -c -f /etc/nftables.conf && systemctl enable --now nftables")))
 
 FINDINGS = (
     _finding("P-LOW", Severity.LOW, Status.PASS, message="passed quietly"),
@@ -100,13 +100,35 @@ def test_fix_groups_merge_identical_fixes_and_shared_dropins() -> None:
     assert all(f.rule_id != "W-MED" for g in groups for f in g.findings)  # waived: no fix
 
 
-def test_heredoc_round_trip_and_delimiter_never_in_content() -> None:
+def test_heredoc_delimiter_never_in_content_and_a_mode_is_set_after() -> None:
     cmd = heredoc("/etc/x y.conf", ["a", "EOF", "$HOME `x`"])
     assert cmd.splitlines()[0] == "cat > '/etc/x y.conf' <<'EOF_'"
     assert cmd.splitlines()[-1] == "EOF_"
-    assert split_heredoc("cat > /etc/a <<'EOF'\nx\ny\nEOF\nsysctl -p") == (
-        "/etc/a", "x\ny\n", "sysctl -p")
-    assert split_heredoc("echo hi") is None
+    private = heredoc("/etc/x y.conf", ["a"], 0o600)
+    assert private.splitlines()[-2:] == ["EOF", "chmod 0600 '/etc/x y.conf'"]
+
+
+def test_a_heredoc_command_is_just_a_command() -> None:
+    """A third-party fix written as one shell command that happens to hold a here-document
+    is not parsed back into a file: it is a command, printed as given."""
+    cmd = "cat > /etc/a.conf <<'EOF'\nx = 1\nEOF\nsysctl -p"
+    rem = Remediation("Write it.", (Snippet.command(cmd),))
+    (g,) = fix_groups(_run((_finding("H", Severity.HIGH, Status.FAIL, remediation=rem),)))
+    assert g.files == {} and g.commands == [cmd]
+    assert f"\n{cmd}\n" in render(_run((_finding("H", Severity.HIGH, Status.FAIL,
+                                                  remediation=rem),)), {})
+
+
+def test_a_private_file_keeps_its_mode_when_fixes_merge() -> None:
+    """Two fixes writing one file: the file gets only the permissions both allow, and the
+    text report's paste block sets it."""
+    a = Remediation("A.", (Snippet.file("/etc/x.conf", "a = 1\n", mode=0o600),))
+    b = Remediation("B.", (Snippet.file("/etc/x.conf", "b = 2\n"),))
+    run = _run((_finding("A", Severity.HIGH, Status.FAIL, remediation=a),
+                _finding("B", Severity.HIGH, Status.FAIL, subject="b", remediation=b)))
+    (g,) = fix_groups(run)
+    assert g.modes == {"/etc/x.conf": 0o600}
+    assert "\nb = 2\nEOF\nchmod 0600 /etc/x.conf\n" in render(run, {})
 
 
 def test_report_order_details_then_fix_first_then_summary() -> None:
@@ -347,9 +369,8 @@ def test_golden_bad_host_without_firewall() -> None:
         assert text.count(rem.summary) <= 1, rem.summary
         for s in rem.snippets:
             if s.kind == "command":
-                split = split_heredoc(s.content)
-                cmd = split[2] if split else s.content
-                assert text.count(f"\n{cmd}\n") == 1, cmd  # as a line of its own, once
+                # as a line of its own, once
+                assert text.count(f"\n{s.content}\n") == 1, s.content
 
 
 def test_golden_fixture_root_is_the_one_in_the_tree() -> None:
@@ -404,11 +425,11 @@ def test_changes_run_keeps_whole_scan_counts_through_json(tmp_path: Path) -> Non
 def test_variants_writing_the_same_file_are_one_fix_said_once() -> None:
     """The boot and the running variant of the firewall fix write the same nftables.conf
     and differ in the command that loads it: one fix, one summary, both commands."""
-    body = "cat > /etc/nftables.conf <<'EOF'\nflush ruleset\nEOF\n"
+    conf = Snippet.file("/etc/nftables.conf", "flush ruleset\n")
     boot = Remediation("No firewall loads at boot: write it.",
-                       (Snippet.command(body + "systemctl enable --now nftables"),))
+                       (conf, Snippet.command("systemctl enable --now nftables")))
     now = Remediation("Replace it and load it.",
-                      (Snippet.command(body + "systemctl reload nftables"),))
+                      (conf, Snippet.command("systemctl reload nftables")))
     grub_a = Remediation("Add a=1 to the kernel command line.", (
         Snippet.file("/etc/default/grub.d/99-aiaudit.cfg", "A=1\n"),))
     grub_b = Remediation("Add b=2 to the kernel command line.", (

@@ -1,3 +1,4 @@
+# mypy: disallow-untyped-defs, disallow-incomplete-defs, check-untyped-defs, warn-return-any
 """Rulesets: load (YAML), follow ``extends``, validate, and bind rules to checks.
 
 Validation happens in two passes and reports every problem at once, each with its file and
@@ -22,7 +23,11 @@ from aiaudit.core.model import RuleInfo, Severity
 from aiaudit.core.plugins import Registry
 from aiaudit.core.records import record
 from aiaudit.core.ruleset import composite
+from aiaudit.core.ruleset.params import with_defaults
 from aiaudit.core.ruleset.yamlpos import Located
+
+_with_defaults = with_defaults
+"""The former private name (test helpers bind check params with it)."""
 
 MAX_RULESET_BYTES = 2 * 1024 * 1024
 """A ruleset larger than this is refused (it is surely not a ruleset)."""
@@ -75,8 +80,8 @@ class Ruleset:
 @cache
 def schema(name: str) -> dict[str, Any]:
     """A JSON Schema shipped in ``aiaudit.schemas`` (e.g. ``ruleset.schema.json``)."""
-    text = resources.read_text("aiaudit.schemas", name)
-    return json.loads(text)
+    doc: dict[str, Any] = json.loads(resources.read_text("aiaudit.schemas", name))
+    return doc
 
 
 def schema_problems(instance: Any, schema_doc: Mapping[str, Any], doc: Located,
@@ -120,13 +125,10 @@ def _short(err: Any) -> str:
     """A readable jsonschema message (without dumping a whole sub-document)."""
     if err.validator == "format" and err.cause is not None:
         return f"{str(err.instance)[:80]!r}: {err.cause}"
+    msg = str(err.message)
     if err.validator == "additionalProperties":
-        return err.message.replace("Additional properties are not allowed", "unknown key(s)")
-    if err.validator in ("type", "enum", "pattern", "required", "minLength", "minimum",
-                         "maximum", "const", "minItems", "maxItems", "minProperties"):
-        msg = err.message
-        return msg if len(msg) < 300 else msg[:300] + "..."
-    return err.message if len(err.message) < 300 else err.message[:300] + "..."
+        return msg.replace("Additional properties are not allowed", "unknown key(s)")
+    return msg if len(msg) < 300 else msg[:300] + "..."
 
 
 def is_path(ref: str) -> bool:
@@ -233,104 +235,81 @@ def load(ref: str, registry: Registry, *, validate: bool | None = None,
     return _merge_and_bind(list(reversed(chain)), registry, validate, select)
 
 
+@record(frozen=False)
+class _Merged:
+    """The rules of an ``extends`` chain applied base-first, with where each was defined
+    (and where its params were last set), and every problem found on the way."""
+
+    rules: dict[str, dict[str, Any]] = field(default_factory=dict)
+    where: dict[str, tuple[Located, list[str | int]]] = field(default_factory=dict)
+    params_where: dict[str, tuple[Located, list[str | int]]] = field(default_factory=dict)
+    settings: dict[str, Any] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+
+
+def _merge(chain: list[_Raw]) -> _Merged:
+    """Apply the chain base-first: each document's rules, then its overrides."""
+    m = _Merged()
+    for raw in chain:
+        data = raw.doc.data
+        m.settings.update(data.get("settings") or {})
+        for i, rule in enumerate(data.get("rules") or []):
+            rid = rule["id"]
+            if rid in m.rules:
+                first = m.where[rid][0].where(m.where[rid][1])
+                m.problems.append(
+                    f"{raw.doc.where(['rules', i, 'id'])}: duplicate rule id {rid!r} "
+                    f"(first at {first}; use 'overrides' to change an inherited rule)")
+                continue
+            m.rules[rid] = dict(rule)
+            m.where[rid] = (raw.doc, ["rules", i])
+            m.params_where[rid] = (raw.doc, ["rules", i, "params"])
+        for rid, ov in (data.get("overrides") or {}).items():
+            _override(m, raw, rid, ov)
+    return m
+
+
+def _override(m: _Merged, raw: _Raw, rid: str, ov: Mapping[str, Any]) -> None:
+    """Apply ``raw``'s override ``ov`` of inherited rule ``rid``."""
+    if rid not in m.rules:
+        m.problems.append(f"{raw.doc.where(['overrides', rid])}: override of unknown "
+                          f"rule {rid!r}")
+        return
+    merged = m.rules[rid]
+    for k in ("severity", "title", "tags", "enabled"):
+        if k in ov:
+            merged[k] = ov[k]
+    if "params" in ov:
+        merged["params"] = {**(merged.get("params") or {}), **ov["params"]}
+        m.params_where[rid] = (raw.doc, ["overrides", rid, "params"])
+
+
 def _merge_and_bind(chain: list[_Raw], registry: Registry, validate: bool | None,
                     select: Callable[[str], bool] | None = None) -> Ruleset:
     """Apply the chain base-first; then bind each rule to its check and check params."""
-    rules: dict[str, dict[str, Any]] = {}
-    where: dict[str, tuple[Located, list[str | int]]] = {}
-    params_where: dict[str, tuple[Located, list[str | int]]] = {}
-    settings: dict[str, Any] = {}
-    disabled: list[str] = []
-    problems: list[str] = []
-    for raw in chain:
-        data = raw.doc.data
-        settings.update(data.get("settings") or {})
-        for i, rule in enumerate(data.get("rules") or []):
-            rid = rule["id"]
-            if rid in rules:
-                problems.append(
-                    f"{raw.doc.where(['rules', i, 'id'])}: duplicate rule id {rid!r} "
-                    f"(first at {where[rid][0].where(where[rid][1])}; use 'overrides' to "
-                    "change an inherited rule)"
-                )
-                continue
-            rules[rid] = dict(rule)
-            where[rid] = (raw.doc, ["rules", i])
-            params_where[rid] = (raw.doc, ["rules", i, "params"])
-        for rid, ov in (data.get("overrides") or {}).items():
-            if rid not in rules:
-                problems.append(f"{raw.doc.where(['overrides', rid])}: override of unknown "
-                                f"rule {rid!r}")
-                continue
-            merged = rules[rid]
-            for k in ("severity", "title", "tags", "enabled"):
-                if k in ov:
-                    merged[k] = ov[k]
-            if "params" in ov:
-                merged["params"] = {**(merged.get("params") or {}), **ov["params"]}
-                params_where[rid] = (raw.doc, ["overrides", rid, "params"])
-    top = chain[-1].doc.data
+    m = _merge(chain)
     bound: list[Rule] = []
     unbound: list[str] = []
+    disabled: list[str] = []
     trusted = all(r.trusted for r in chain)
     lazy = select if trusted and validate is not True else None
-    for rid, rule in rules.items():
+    checking = validate is True or (validate is None and not trusted)
+    for rid, rule in m.rules.items():
         if rule.get("enabled") is False:
             disabled.append(rid)
-            continue
-        if lazy is not None and not lazy(rid):  # not needed by this run: left unbound
+        elif lazy is not None and not lazy(rid):  # not needed by this run: left unbound
             unbound.append(rid)
-            continue
-        doc, path = where[rid]
-        kind = next((k for k in composite.KINDS if k in rule), None)
-        if kind is not None:  # any_of / all_of: bind every part (aiaudit.core.ruleset.composite)
-            def validate_part(params: Any, sch: Any, at: list[str | int], doc: Located = doc,
-                              rid: str = rid, trusted: bool = trusted) -> list[str]:
-                if validate is True or (validate is None and not trusted):
-                    return [f"{p} (rule {rid})" for p in schema_problems(params, sch, doc, at)]
-                return []
-
-            parts, probs = composite.bind(kind, rule[kind], registry.checks, doc.where,
-                                          [*path, kind], validate_part)
-            problems += probs
-            rule = {**rule, "check": f"rules.{kind}"}
-            check = composite.composite_check(kind, parts)
         else:
-            check = registry.checks.get(rule["check"])
-        if check is None:
-            known = ", ".join(sorted(registry.checks))
-            problems.append(f"{doc.where([*path, 'check'])}: rule {rid}: unknown check "
-                            f"{rule['check']!r} (known: {known})")
-            continue
-        params = dict(rule.get("params") or {})
-        pdoc, ppath = params_where[rid]
-        if kind is not None and params:
-            problems.append(f"{pdoc.where(ppath)}: rule {rid}: a composite rule has no "
-                            f"params (give each part of {kind} its own)")
-        elif validate is True or (validate is None and not trusted):
-            problems += [f"{p} (rule {rid})" for p in
-                         schema_problems(params, check.params_schema, pdoc, ppath)]
-        info = RuleInfo(
-            id=rid,
-            check=check.id,
-            severity=Severity(rule["severity"]),
-            title=rule["title"],
-            rationale=rule.get("rationale", ""),
-            references=tuple(rule.get("references") or ()),
-            tags=tuple(rule.get("tags") or ()),
-            description=check.description,
-            remediation=rule.get("remediation", ""),
-        )
-        bound.append(Rule(info, check, _with_defaults(params, check.params_schema),
-                          doc.where(path)))
-    if problems:
-        raise RulesetError(problems)
+            bound += _bind(m, rid, rule, registry, checking)
+    if m.problems:
+        raise RulesetError(m.problems)
+    top = chain[-1].doc.data
     return Ruleset(
         name=str(top["ruleset"]),
         version=str(top["version"]),
         description=str(top.get("description", "")),
         rules=tuple(bound),
-        settings=settings,
+        settings=m.settings,
         origin=chain[-1].doc.origin,
         disabled=tuple(disabled),
         source=chain[-1].path or chain[-1].doc.origin,
@@ -338,10 +317,49 @@ def _merge_and_bind(chain: list[_Raw], registry: Registry, validate: bool | None
     )
 
 
-def _with_defaults(params: Mapping[str, Any], schema_doc: Mapping[str, Any]) -> dict[str, Any]:
-    """``params`` with the ``default`` of every absent top-level property filled in."""
-    out = dict(params)
-    for key, prop in (schema_doc.get("properties") or {}).items():
-        if key not in out and isinstance(prop, dict) and "default" in prop:
-            out[key] = prop["default"]
-    return out
+def _bind(m: _Merged, rid: str, rule: dict[str, Any], registry: Registry,
+          checking: bool) -> list[Rule]:
+    """Rule ``rid`` bound to its check (a composite's: its parts), its params checked
+    against the check's schema when ``checking``; ``[]`` with the problems added to ``m``
+    when it cannot be bound."""
+    doc, path = m.where[rid]
+    kind = next((k for k in composite.KINDS if k in rule), None)
+    check: CheckSpec | None
+    if kind is not None:  # any_of / all_of: bind every part (aiaudit.core.ruleset.composite)
+        def validate_part(params: Any, sch: Any, at: list[str | int]) -> list[str]:
+            if not checking:
+                return []
+            return [f"{p} (rule {rid})" for p in schema_problems(params, sch, doc, at)]
+
+        parts, probs = composite.bind(kind, rule[kind], registry.checks, doc.where,
+                                      [*path, kind], validate_part)
+        m.problems.extend(probs)
+        rule = {**rule, "check": f"rules.{kind}"}
+        check = composite.composite_check(kind, parts)
+    else:
+        check = registry.checks.get(rule["check"])
+    if check is None:
+        known = ", ".join(sorted(registry.checks))
+        m.problems.append(f"{doc.where([*path, 'check'])}: rule {rid}: unknown check "
+                          f"{rule['check']!r} (known: {known})")
+        return []
+    params = dict(rule.get("params") or {})
+    pdoc, ppath = m.params_where[rid]
+    if kind is not None and params:
+        m.problems.append(f"{pdoc.where(ppath)}: rule {rid}: a composite rule has no "
+                          f"params (give each part of {kind} its own)")
+    elif checking:
+        m.problems.extend(f"{p} (rule {rid})" for p in
+                          schema_problems(params, check.params_schema, pdoc, ppath))
+    info = RuleInfo(
+        id=rid,
+        check=check.id,
+        severity=Severity(rule["severity"]),
+        title=rule["title"],
+        rationale=rule.get("rationale", ""),
+        references=tuple(rule.get("references") or ()),
+        tags=tuple(rule.get("tags") or ()),
+        description=check.description,
+        remediation=rule.get("remediation", ""),
+    )
+    return [Rule(info, check, with_defaults(params, check.params_schema), doc.where(path))]

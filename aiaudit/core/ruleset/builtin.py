@@ -1,3 +1,4 @@
+# mypy: disallow-untyped-defs, disallow-incomplete-defs, check-untyped-defs, warn-return-any
 """Built-in plugin that ships the rulesets in ``aiaudit.rulesets`` (package data).
 
 Each ``NAME.yaml`` may have a JSON twin ``NAME.json`` (``{"source_crc32": ..., "data":

@@ -1,3 +1,4 @@
+# mypy: disallow-untyped-defs, disallow-incomplete-defs, check-untyped-defs, warn-return-any
 """Value comparisons shared by param-driven checks (equal, at most, at least, one of...).
 
 The primitives: :mod:`aiaudit.core.ruleset.predicates` builds every rule expectation (ranges, sets,

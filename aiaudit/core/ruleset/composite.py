@@ -1,3 +1,4 @@
+# mypy: disallow-untyped-defs, disallow-incomplete-defs, check-untyped-defs, warn-return-any
 """Composite rules: ``any_of`` / ``all_of`` over parts, each a check with its params.
 
 A rule may name, instead of one ``check``, a list of parts::
@@ -28,12 +29,15 @@ the first part's fix ("one of"); a failing ``all_of`` the fixes of the parts tha
 from __future__ import annotations
 
 from dataclasses import replace
+from itertools import islice
 from typing import Any, Iterator, Mapping, Sequence
 
 from aiaudit.api import CheckContext, CheckSpec
-from aiaudit.core.errors import AuditError, HostError, ParseError
-from aiaudit.core.model import Remediation, Result, Snippet, Status
+from aiaudit.core.errors import AuditError
+from aiaudit.core.model import Remediation, Result, Snippet, SnippetKind, Status, merged_mode
 from aiaudit.core.records import record
+from aiaudit.core.ruleset.params import with_defaults
+from aiaudit.core.wellformed import MAX_RESULTS, result_problem
 
 KINDS = ("any_of", "all_of")
 MAX_PARTS = 64
@@ -69,14 +73,23 @@ def part_name(raw: Mapping[str, Any], i: int) -> str:
 def _run_part(part: Part, ctx: CheckContext) -> list[Result]:
     if part.check is None:
         return [_combine(part.kind, part.parts, replace(ctx, params={}))]
-    try:
-        results = list(part.check.run(replace(ctx, params=part.params)))
-    except (HostError, ParseError, AuditError) as exc:
+    check = part.check
+    try:  # at most one result more than a rule may give (the runner's bound)
+        results = list(islice(check.run(replace(ctx, params=part.params)), MAX_RESULTS + 1))
+    except AuditError as exc:  # HostError, ParseError...: the host, not the check
         return [Result(Status.ERROR, part.name, str(exc))]
     except Exception as exc:  # the same isolation the runner gives a rule
-        return [Result(Status.ERROR, part.name, f"internal error in check {part.check.id}: "
+        return [Result(Status.ERROR, part.name, f"internal error in check {check.id}: "
                        f"{type(exc).__name__}: {exc}")]
-    return results or [Result(Status.ERROR, part.name, f"check {part.check.id} produced "
+    if len(results) > MAX_RESULTS:
+        return [Result(Status.ERROR, part.name, f"check {check.id} gave more than "
+                       f"{MAX_RESULTS} results: stopped")]
+    for r in results:  # what a part gives is combined: it must be well-formed too
+        problem = result_problem(r)
+        if problem is not None:
+            return [Result(Status.ERROR, part.name, f"check {check.id} returned an invalid "
+                           f"result: {problem}")]
+    return results or [Result(Status.ERROR, part.name, f"check {check.id} produced "
                               "no result")]
 
 
@@ -89,8 +102,12 @@ def _status_of(results: Sequence[Result]) -> Status:
     return Status.SKIP
 
 
+_Outcome = tuple[Part, Status, list[Result]]
+"""A part, its status and its check's results."""
+
+
 def _combine(kind: str, parts: Sequence[Part], ctx: CheckContext) -> Result:
-    outcomes: list[tuple[Part, Status, list[Result]]] = []
+    outcomes: list[_Outcome] = []
     for part in parts:
         results = _run_part(part, ctx)
         outcomes.append((part, _status_of(results), results))
@@ -105,34 +122,10 @@ def _combine(kind: str, parts: Sequence[Part], ctx: CheckContext) -> Result:
         return "; ".join(r.message for r in rs if r.status is status or status is Status.SKIP)
 
     detail = " | ".join(f"{p.name}: {said(rs)}" for p, _, rs in deciding)
-    head = {
-        (Status.PASS, "any_of"): f"{names[0]} holds" if len(names) == 1 else
-        f"{len(names)} of {len(parts)} parts hold ({', '.join(names)})",
-        (Status.PASS, "all_of"): f"all {len(parts)} parts hold",
-        (Status.FAIL, "any_of"): f"none of {len(parts)} parts holds",
-        (Status.FAIL, "all_of"): (f"{len(names)} of {len(parts)} parts fail"
-                                  if len(names) > 2 else f"{', '.join(names)} "
-                                  f"{'fails' if len(names) == 1 else 'fail'}"),
-        (Status.ERROR, "any_of"): f"no part holds and {', '.join(names)} could not be "
-        "evaluated",
-        (Status.ERROR, "all_of"): f"no part fails but {', '.join(names)} could not be "
-        "evaluated",
-        (Status.SKIP, "any_of"): "no part applies",
-        (Status.SKIP, "all_of"): "no part applies",
-    }[status, kind]
+    head = _headline(status, kind, names, len(parts))
     evidence = tuple(dict.fromkeys(e for _, _, rs in deciding for r in rs
                                    for e in r.evidence))
-    rem = None
-    if status is Status.FAIL:
-        fixes = [(p, r.remediation) for p, _, rs in deciding for r in rs
-                 if r.status is Status.FAIL and r.remediation is not None]
-        if fixes and kind == "any_of":
-            p, r0 = fixes[0]
-            rem = replace(r0, summary=f"Make one part hold, e.g. {p.name}: {r0.summary}")
-        elif fixes:
-            rem = Remediation(" ".join(f"{p.name}: {r.summary}" for p, r in fixes),
-                              merge_snippets([s for _, r in fixes for s in r.snippets]),
-                              "; ".join(r.manual for _, r in fixes if r.manual))
+    rem = _fix(kind, deciding) if status is Status.FAIL else None
     data = {
         "kind": kind,
         "decided_by": names,
@@ -141,6 +134,7 @@ def _combine(kind: str, parts: Sequence[Part], ctx: CheckContext) -> Result:
                                 "message": r.message} for r in rs]}
                   for p, st, rs in outcomes],
     }
+
     def wants(p: Part, rs: list[Result]) -> str:
         exp = next((r.expected for r in rs if r.expected), None)
         return p.name if exp is None or exp.startswith(p.name) else f"{p.name} {exp}"
@@ -151,15 +145,50 @@ def _combine(kind: str, parts: Sequence[Part], ctx: CheckContext) -> Result:
                   actual=actual, evidence=evidence, remediation=rem, data=data)
 
 
+def _headline(status: Status, kind: str, names: list[str], n: int) -> str:
+    """What decided a composite of ``n`` parts: the parts ``names`` have ``status``."""
+    if status is Status.SKIP:
+        return "no part applies"
+    if status is Status.PASS:
+        if kind == "all_of":
+            return f"all {n} parts hold"
+        return f"{names[0]} holds" if len(names) == 1 else \
+            f"{len(names)} of {n} parts hold ({', '.join(names)})"
+    if status is Status.FAIL:
+        if kind == "any_of":
+            return f"none of {n} parts holds"
+        if len(names) > 2:
+            return f"{len(names)} of {n} parts fail"
+        return f"{', '.join(names)} {'fails' if len(names) == 1 else 'fail'}"
+    if kind == "any_of":
+        return f"no part holds and {', '.join(names)} could not be evaluated"
+    return f"no part fails but {', '.join(names)} could not be evaluated"
+
+
+def _fix(kind: str, deciding: list[_Outcome]) -> Remediation | None:
+    """The fix of a failing composite: the first failing part's ("one of") for ``any_of``,
+    the failing parts' together for ``all_of``."""
+    fixes = [(p, r.remediation) for p, _, rs in deciding for r in rs
+             if r.status is Status.FAIL and r.remediation is not None]
+    if not fixes:
+        return None
+    if kind == "any_of":
+        p, r0 = fixes[0]
+        return replace(r0, summary=f"Make one part hold, e.g. {p.name}: {r0.summary}")
+    return Remediation(" ".join(f"{p.name}: {r.summary}" for p, r in fixes),
+                       merge_snippets([s for _, r in fixes for s in r.snippets]),
+                       "; ".join(r.manual for _, r in fixes if r.manual))
+
+
 def merge_snippets(snippets: Sequence[Snippet]) -> tuple[Snippet, ...]:
     """The snippets of several fixes as one fix: file snippets for the same path become one
     file (contents in order, a repeated line once), files first in their first order, then
     each distinct command or unit once (``sshd -t && systemctl reload ssh`` once, after the
-    drop-in holds every line)."""
+    drop-in holds every line); a merged file gets the permissions every part allows."""
     files: dict[str, Snippet] = {}
     rest: list[Snippet] = []
     for s in snippets:
-        if s.kind == "file" and s.path is not None:
+        if s.kind == SnippetKind.FILE and s.path is not None:
             prev = files.get(s.path)
             if prev is None:
                 files[s.path] = s
@@ -170,7 +199,8 @@ def merge_snippets(snippets: Sequence[Snippet]) -> tuple[Snippet, ...]:
                 lines[-1] += "\n"
             files[s.path] = replace(prev, content="".join(lines + add),
                                     description="; ".join(dict.fromkeys(
-                                        d for d in (prev.description, s.description) if d)))
+                                        d for d in (prev.description, s.description) if d)),
+                                    mode=merged_mode(prev.mode, s.mode))
         elif all((s.kind, s.content) != (r.kind, r.content) for r in rest):
             rest.append(s)
     return (*files.values(), *rest)
@@ -181,7 +211,10 @@ def composite_check(kind: str, parts: Sequence[Part]) -> CheckSpec:
     def run(ctx: CheckContext) -> Iterator[Result]:
         yield _combine(kind, parts, ctx)
 
-    modes = tuple(dict.fromkeys(m for p in _leaves(parts) for m in p.check.modes))  # type: ignore[union-attr]
+    checks = [p.check for p in _leaves(parts) if p.check is not None]
+    modes = tuple(dict.fromkeys(m for c in checks for m in c.modes))
+    # a third-party part makes the composite third-party code: the runner isolates it
+    origin = ", ".join(dict.fromkeys(c.origin for c in checks if c.origin))
     return CheckSpec(
         id=f"rules.{kind}", title=("At least one part holds" if kind == "any_of" else
                                    "Every part holds"),
@@ -190,6 +223,7 @@ def composite_check(kind: str, parts: Sequence[Part]) -> CheckSpec:
                      "; ".join(p.name for p in parts) + ".  A part holds when every result "
                      "of its check passes; the result names the parts that decided."),
         modes=modes or ("live", "offline"),
+        origin=origin,
     )
 
 
@@ -219,8 +253,6 @@ def bind(kind: str, raw_parts: Sequence[Mapping[str, Any]], checks: Mapping[str,
     gives ``file:line:col``; ``validate(params, schema, path)`` the schema problems of one
     part's params (or none when the ruleset is trusted).  Returns the parts and every
     problem found."""
-    from aiaudit.core.ruleset import _with_defaults
-
     problems: list[str] = []
     if count(raw_parts) > MAX_PARTS:
         return (), [f"{where(path)}: {kind}: more than {MAX_PARTS} parts (nested included)"]
@@ -240,5 +272,5 @@ def bind(kind: str, raw_parts: Sequence[Mapping[str, Any]], checks: Mapping[str,
             continue
         params = dict(raw.get("params") or {})
         problems += validate(params, check.params_schema, [*path, i, "params"])
-        out.append(Part(name, check, _with_defaults(params, check.params_schema)))
+        out.append(Part(name, check, with_defaults(params, check.params_schema)))
     return tuple(out), problems

@@ -1,3 +1,4 @@
+# mypy: disallow-untyped-defs, disallow-incomplete-defs, check-untyped-defs, warn-return-any
 """A regular-expression matcher that cannot hang: line patterns of rulesets, in linear time.
 
 Python's ``re`` backtracks: ``(a+)+$`` is exponential and even ``a*a*b`` is cubic (36 s on
@@ -18,14 +19,16 @@ compares case-folded characters.
 
 from __future__ import annotations
 
+import importlib
 from typing import Any, Callable
 
+# the regular expression parser's own modules (private: typed Any, by name)
 try:  # Python >= 3.11
-    from re import _constants as _c  # type: ignore[attr-defined]
-    from re import _parser as _p  # type: ignore[attr-defined]
+    _c: Any = importlib.import_module("re._constants")
+    _p: Any = importlib.import_module("re._parser")
 except ImportError:  # pragma: no cover - Python 3.10
-    import sre_constants as _c  # type: ignore[no-redef]
-    import sre_parse as _p  # type: ignore[no-redef]
+    _c = importlib.import_module("sre_constants")
+    _p = importlib.import_module("sre_parse")
 
 MAX_PATTERN = 512
 """Characters in one pattern."""
@@ -110,15 +113,9 @@ class Pattern:
             if op is _c.NEGATE:
                 neg = True
             elif op is _c.LITERAL:
-                want = self._fold(chr(av))
-                tests.append(lambda ch, w=want: ch == w)
+                tests.append(_is(self._fold(chr(av))))
             elif op is _c.RANGE:
-                lo, hi = chr(av[0]), chr(av[1])
-                if self.icase:
-                    tests.append(lambda ch, lo=lo, hi=hi: lo <= ch <= hi
-                                 or lo <= ch.upper() <= hi or lo <= ch.lower() <= hi)
-                else:
-                    tests.append(lambda ch, lo=lo, hi=hi: lo <= ch <= hi)
+                tests.append(_within(chr(av[0]), chr(av[1]), self.icase))
             elif op is _c.CATEGORY and av in _CATEGORY:
                 tests.append(_CATEGORY[av])
             else:
@@ -242,3 +239,16 @@ class Pattern:
 def compile_pattern(pattern: str, *, ignore_case: bool = False) -> Pattern:
     """Compile ``pattern`` or raise :class:`PatternError` saying what is not supported."""
     return Pattern(pattern, ignore_case=ignore_case)
+
+
+def _is(want: str) -> Callable[[str], bool]:
+    """The test of a class item that is one character."""
+    return lambda ch: ch == want
+
+
+def _within(lo: str, hi: str, icase: bool) -> Callable[[str], bool]:
+    """The test of a class item that is a range (either case of a character counts with
+    ``icase``)."""
+    if icase:
+        return lambda ch: lo <= ch <= hi or lo <= ch.upper() <= hi or lo <= ch.lower() <= hi
+    return lambda ch: lo <= ch <= hi

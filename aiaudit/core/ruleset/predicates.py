@@ -1,3 +1,4 @@
+# mypy: disallow-untyped-defs, disallow-incomplete-defs, check-untyped-defs, warn-return-any
 """Expectations a rule puts on one value: the params shape every param-driven check shares.
 
 A rule states what it wants of a value with any combination of these params; all of them
@@ -175,55 +176,62 @@ class Predicate:
     def failures(self, actual: Any) -> list[str]:
         """What ``actual`` misses, one phrase per unmet constraint (empty: it holds).
         Raises :class:`ValueError` when a number is needed and ``actual`` is not one."""
-        out: list[str] = []
         if actual is None:
             return ["unset"] if not self.is_empty else []
-        if self.fields is not None:
-            parts = self.split(actual)
-            for i, f in enumerate(self.fields):
-                if f is None:
-                    continue
-                if i >= len(parts):
-                    out.append(f"field {i + 1} missing")
-                    continue
-                miss = f.failures(parts[i])
-                if miss:
-                    out.append(f"field {i + 1} ({parts[i]}) is not {f.text()}")
+        out = self._field_failures(actual) if self.fields is not None else []
         scalar = " ".join(elements(actual)) if isinstance(actual, (list, tuple)) else actual
         if self.op is not None and not holds(scalar, self.op, self.value):
             out.append(f"not {describe(self.op, self.value)}")
         if self.min is not None or self.max is not None:
-            num = _num(scalar)
-            if num is None:
-                raise ValueError(f"'{scalar}' is not a number")
-            if self.min is not None and (num <= self.min if self.min_exclusive
-                                         else num < self.min):
-                out.append(f"{'not above' if self.min_exclusive else 'below'} "
-                           f"{_fmt(self.min)}")
-            if self.max is not None and (num >= self.max if self.max_exclusive
-                                         else num > self.max):
-                out.append(f"{'not below' if self.max_exclusive else 'above'} "
-                           f"{_fmt(self.max)}")
+            out += self._range_failures(scalar)
         if any(getattr(self, k) is not None for k in SET_KEYS):
-            have = elements(actual)
-            if self.subset_of is not None:
-                extra = [e for e in dict.fromkeys(have) if not _member(e, self.subset_of)]
-                if extra:
-                    out.append(f"{', '.join(extra)} not allowed")
-            if self.contains is not None:
-                lack = [e for e in self.contains if not _member(e, have)]
-                if lack:
-                    out.append(f"lacks {', '.join(lack)}")
-            if self.excludes is not None:
-                bad = [e for e in self.excludes if _member(e, have)]
-                if bad:
-                    out.append(f"has {', '.join(bad)}")
-            if self.set_equals is not None:
-                lack = [e for e in dict.fromkeys(self.set_equals) if not _member(e, have)]
-                extra = [e for e in dict.fromkeys(have) if not _member(e, self.set_equals)]
-                if lack or extra:
-                    diff = [*(f"-{e}" for e in lack), *(f"+{e}" for e in extra)]
-                    out.append(f"differs from the set ({' '.join(diff)})")
+            out += self._set_failures(elements(actual))
+        return out
+
+    def _field_failures(self, actual: Any) -> list[str]:
+        """The fields of ``actual`` that miss their expectation (or are missing)."""
+        out: list[str] = []
+        parts = self.split(actual)
+        for i, f in enumerate(self.fields or ()):
+            if f is None:
+                continue
+            if i >= len(parts):
+                out.append(f"field {i + 1} missing")
+            elif f.failures(parts[i]):
+                out.append(f"field {i + 1} ({parts[i]}) is not {f.text()}")
+        return out
+
+    def _range_failures(self, scalar: Any) -> list[str]:
+        """The bound ``scalar`` is on the wrong side of (``min``, ``max``)."""
+        num = _num(scalar)
+        if num is None:
+            raise ValueError(f"'{scalar}' is not a number")
+        out: list[str] = []
+        if self.min is not None and (num <= self.min if self.min_exclusive
+                                     else num < self.min):
+            out.append(f"{'not above' if self.min_exclusive else 'below'} {_fmt(self.min)}")
+        if self.max is not None and (num >= self.max if self.max_exclusive
+                                     else num > self.max):
+            out.append(f"{'not below' if self.max_exclusive else 'above'} {_fmt(self.max)}")
+        return out
+
+    def _set_failures(self, have: list[str]) -> list[str]:
+        """What the elements ``have`` miss of the set constraints."""
+        out: list[str] = []
+        if self.subset_of is not None:
+            extra = [e for e in dict.fromkeys(have) if not _member(e, self.subset_of)]
+            if extra:
+                out.append(f"{', '.join(extra)} not allowed")
+        if self.contains is not None:
+            lack = [e for e in self.contains if not _member(e, have)]
+            if lack:
+                out.append(f"lacks {', '.join(lack)}")
+        if self.excludes is not None:
+            bad = [e for e in self.excludes if _member(e, have)]
+            if bad:
+                out.append(f"has {', '.join(bad)}")
+        if self.set_equals is not None:
+            out += _set_difference(have, self.set_equals)
         return out
 
     def ok(self, actual: Any) -> bool:
@@ -270,28 +278,43 @@ class Predicate:
         if self.fields is not None:
             if self.op is not None or self.min is not None or self.max is not None:
                 return None
-            have = self.split(current) if current is not None else []
-            out = []
-            for i, f in enumerate(self.fields):
-                cur = have[i] if i < len(have) else None
-                if f is None:
-                    if cur is None:
-                        return None
-                    out.append(cur)
-                    continue
-                try:
-                    keep = cur is not None and f.ok(cur)
-                except ValueError:
-                    keep = False
-                v = cur if keep else f.suggest(cur)
-                if v is None:
-                    return None
-                out.append(v)
-            sep = self.field_separator
-            return (sep if sep else " ").join(out)
+            return self._suggest_fields(current)
         if any(getattr(self, k) is not None for k in SET_KEYS):
             return self._suggest_set(current)
-        cand: list[Any] = []  # the rule's own bound first (what the rule names), then current
+        for c in self._candidates(current):
+            try:
+                if self.ok(c if not isinstance(c, float) or not c.is_integer() else int(c)):
+                    return _fmt(c)
+            except ValueError:
+                continue
+        return None
+
+    def _suggest_fields(self, current: Any) -> str | None:
+        """Each field's current value where it holds, else its own suggestion."""
+        have = self.split(current) if current is not None else []
+        out = []
+        for i, f in enumerate(self.fields or ()):
+            cur = have[i] if i < len(have) else None
+            if f is None:
+                if cur is None:
+                    return None
+                out.append(cur)
+                continue
+            try:
+                keep = cur is not None and f.ok(cur)
+            except ValueError:
+                keep = False
+            v = cur if keep else f.suggest(cur)
+            if v is None:
+                return None
+            out.append(v)
+        sep = self.field_separator
+        return (sep if sep else " ").join(out)
+
+    def _candidates(self, current: Any) -> list[Any]:
+        """Values to try for a scalar: the rule's own bound first (what the rule names),
+        then ``current``."""
+        cand: list[Any] = []
         if self.op in ("eq", "le", "ge") and not isinstance(self.value, list):
             cand.append(self.value)
         if self.op == "in":
@@ -305,13 +328,7 @@ class Predicate:
                 cand.append(bound + step if excl and isinstance(bound, int) else bound)
         if current is not None:
             cand.append(current)
-        for c in cand:
-            try:
-                if self.ok(c if not isinstance(c, float) or not c.is_integer() else int(c)):
-                    return _fmt(c)
-            except ValueError:
-                continue
-        return None
+        return cand
 
     def _suggest_set(self, current: Any) -> str | None:
         if self.set_equals is not None:
@@ -328,6 +345,16 @@ class Predicate:
             return None
         sep = "," if isinstance(current, str) and "," in current else " "
         return sep.join(out)
+
+
+def _set_difference(have: list[str], want: Sequence[str]) -> list[str]:
+    """How the elements ``have`` differ from exactly the set ``want`` (none: they do not)."""
+    lack = [e for e in dict.fromkeys(want) if not _member(e, have)]
+    extra = [e for e in dict.fromkeys(have) if not _member(e, want)]
+    if not lack and not extra:
+        return []
+    diff = [*(f"-{e}" for e in lack), *(f"+{e}" for e in extra)]
+    return [f"differs from the set ({' '.join(diff)})"]
 
 
 def _member(e: str, within: Sequence[str]) -> bool:

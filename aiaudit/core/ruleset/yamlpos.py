@@ -1,3 +1,4 @@
+# mypy: disallow-untyped-defs, disallow-incomplete-defs, check-untyped-defs, warn-return-any
 """YAML loading that keeps positions, so every problem can name file, line and column."""
 
 from __future__ import annotations
@@ -46,7 +47,8 @@ def _loader_class() -> type:
                 raise yaml.constructor.ConstructorError(
                     None, None, f"integer of {len(node.value)} characters (at most "
                     f"{MAX_INT_CHARS})", node.start_mark)
-            return super().construct_yaml_int(node)
+            value: int = super().construct_yaml_int(node)
+            return value
 
     Positioned.add_constructor("tag:yaml.org,2002:int", Positioned.construct_yaml_int)
     return Positioned
@@ -92,10 +94,12 @@ def _child(node: yaml.Node | None, key: str | int) -> yaml.Node | None:
     if isinstance(node, yaml.MappingNode):
         for k, v in node.value:
             if isinstance(k, yaml.ScalarNode) and k.value == str(key):
-                return v
+                found: yaml.Node = v
+                return found
     elif isinstance(node, yaml.SequenceNode) and isinstance(key, int):
         if 0 <= key < len(node.value):
-            return node.value[key]
+            item: yaml.Node = node.value[key]
+            return item
     return None
 
 

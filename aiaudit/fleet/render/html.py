@@ -12,6 +12,7 @@ from __future__ import annotations
 from html import escape
 
 from aiaudit import __version__
+from aiaudit.core.errors import ExitCode
 from aiaudit.core.escape import text_safe
 from aiaudit.fleet.gate import exit_code, failing_nodes
 from aiaudit.fleet.model import Drift, Fleet, GroupView
@@ -98,14 +99,16 @@ def _drift_table(title: str, drifts: tuple[Drift, ...]) -> list[str]:
 def render(fleet: Fleet, fail_on: str, max_failing: int) -> str:
     """The HTML page."""
     code = exit_code(fleet, fail_on, max_failing)
-    verdict = {0: "pass", 1: "fail", 3: "not evaluated", 5: "incomplete input"}.get(code, "")
+    verdict = {ExitCode.OK: "pass", ExitCode.FAILED: "fail",
+               ExitCode.NOT_EVALUATED: "not evaluated",
+               ExitCode.BAD_INPUT: "incomplete input"}.get(code, "")
     out = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
            '<meta name="viewport" content="width=device-width">',
            f"<title>aiaudit fleet: {fleet.nodes} nodes</title><style>{_CSS}</style></head>",
            "<body>", f"<h1>aiaudit fleet: {fleet.nodes} node(s), {fleet.reports} report(s)"
                      "</h1>",
            f"<p class=verdict>gate --fail-on {_e(fail_on)}, --max-failing-nodes "
-           f"{max_failing}: {_e(verdict)} (exit {code}); "
+           f"{max_failing}: {_e(verdict)} (exit {int(code)}); "
            f"{len(failing_nodes(fleet, fail_on))} node(s) fail a rule at or above "
            f"{_e(fail_on)}.</p>",
            "<p class=muted>Cells: ✓ pass, ✗ fail, ! not evaluated, · not applicable, "

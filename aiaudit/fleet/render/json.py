@@ -61,7 +61,7 @@ def fleet_dict(fleet: Fleet, fail_on: str, max_failing: int) -> dict[str, Any]:
                     "groups": len(fleet.groups), "problems": len(fleet.problems),
                     "failing_nodes": len(failing_nodes(fleet, fail_on)),
                     "fail_on": fail_on, "max_failing_nodes": max_failing,
-                    "exit_code": exit_code(fleet, fail_on, max_failing)},
+                    "exit_code": int(exit_code(fleet, fail_on, max_failing))},
         "problems": list(fleet.problems),
         "notices": list(fleet.notices),
         "groups": [_group(g) for g in fleet.groups],

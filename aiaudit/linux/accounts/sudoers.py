@@ -157,7 +157,7 @@ def _split_top(text: str, sep: str, keep_tags: bool = False) -> list[str]:
 
 def _ends_with_tag(buf: str) -> bool:
     m = re.search(r"([A-Za-z_0-9]+)\s*$", buf[-64:])
-    return bool(m) and (m.group(1) in TAGS or m.group(1) in DIGESTS)
+    return m is not None and (m.group(1) in TAGS or m.group(1) in DIGESTS)
 
 
 def _items(text: str) -> tuple[str, ...]:
@@ -216,53 +216,70 @@ def parse(text: str, source: str = "") -> list[Entry]:
         raise ParseError("binary content (NUL byte)", source=source)
     out: list[Entry] = []
     for n, raw in _logical_lines(text):
-        stripped = raw.strip()
-        m = re.match(r"[#@](include(?:dir)?)\s+(.+)$", stripped)
-        if m:
-            path = m.group(2).strip()
-            if path.startswith('"') and path.endswith('"') and len(path) > 1:
-                path = path[1:-1]
-            out.append(Include(path.replace("\\ ", " "), m.group(1) == "includedir", n))
+        inc = _include(raw.strip(), n)
+        if inc is not None:
+            out.append(inc)
             continue
         line = _strip_comment(raw).strip()
         if not line:
             continue
         word = line.split(None, 1)[0]
         if word in ALIAS_KINDS:
-            rest = line[len(word):]
-            for part in _split_top(rest, ":"):
-                name, eq, members = part.partition("=")
-                name = name.strip()
-                if not eq or not _ALIAS_NAME().fullmatch(name):
-                    raise ParseError(f"bad {word} definition {part.strip()[:60]!r}", line=n,
-                                     source=source)
-                out.append(Alias(ALIAS_KINDS[word], name, _items(members), n))
+            out += _aliases(word, line[len(word):], n, source)
             continue
         m = re.match(r"Defaults(?:([:@!>])\s*(\S+))?(?:\s+(.*))?$", line)
         if m and (line == "Defaults" or line[8:9] in ":@!> \t"):
             targets = _items(m.group(2) or "")
             out.append(Default(m.group(1) or "", targets, _items(m.group(3) or ""), n))
             continue
-        m = _LEAD().match(line)
-        if not m:
-            raise ParseError(f"not a sudoers entry: {line[:60]!r}", line=n, source=source)
-        users = _items(m.group(1))
-        rest = line[m.end():]
-        cmnds: list[Cmnd] = []
-        for part in _split_top(rest, ":", keep_tags=True):
-            if "=" not in part:
-                if cmnds:  # a ':' inside a command must be escaped; treat as part of it
-                    raise ParseError(f"unescaped ':' in {part.strip()[:60]!r}", line=n,
-                                     source=source)
-                raise ParseError(f"no '=' in user specification {line[:60]!r}", line=n,
-                                 source=source)
-            hosts_txt, _, spec = part.partition("=")
-            hosts = _items(hosts_txt)
-            if not hosts:
-                raise ParseError("missing host list", line=n, source=source)
-            cmnds += _cmnd_specs(hosts, spec, n)
-        out.append(UserSpec(users, tuple(cmnds), n, line))
+        out.append(_user_spec(line, n, source))
     return out
+
+
+def _include(stripped: str, n: int) -> Include | None:
+    """An ``@include``/``#includedir`` line (quotes and ``\\ `` escapes removed)."""
+    m = re.match(r"[#@](include(?:dir)?)\s+(.+)$", stripped)
+    if not m:
+        return None
+    path = m.group(2).strip()
+    if path.startswith('"') and path.endswith('"') and len(path) > 1:
+        path = path[1:-1]
+    return Include(path.replace("\\ ", " "), m.group(1) == "includedir", n)
+
+
+def _aliases(word: str, rest: str, n: int, source: str) -> list[Alias]:
+    """The definitions of one ``*_Alias`` line (``NAME = items : NAME2 = ...``)."""
+    out: list[Alias] = []
+    for part in _split_top(rest, ":"):
+        name, eq, members = part.partition("=")
+        name = name.strip()
+        if not eq or not _ALIAS_NAME().fullmatch(name):
+            raise ParseError(f"bad {word} definition {part.strip()[:60]!r}", line=n,
+                             source=source)
+        out.append(Alias(ALIAS_KINDS[word], name, _items(members), n))
+    return out
+
+
+def _user_spec(line: str, n: int, source: str) -> UserSpec:
+    """A user specification: ``User_List Host_List = Cmnd_Spec_List (: ...)*``."""
+    m = _LEAD().match(line)
+    if not m:
+        raise ParseError(f"not a sudoers entry: {line[:60]!r}", line=n, source=source)
+    users = _items(m.group(1))
+    cmnds: list[Cmnd] = []
+    for part in _split_top(line[m.end():], ":", keep_tags=True):
+        if "=" not in part:
+            if cmnds:  # a ':' inside a command must be escaped; treat as part of it
+                raise ParseError(f"unescaped ':' in {part.strip()[:60]!r}", line=n,
+                                 source=source)
+            raise ParseError(f"no '=' in user specification {line[:60]!r}", line=n,
+                             source=source)
+        hosts_txt, _, spec = part.partition("=")
+        hosts = _items(hosts_txt)
+        if not hosts:
+            raise ParseError("missing host list", line=n, source=source)
+        cmnds += _cmnd_specs(hosts, spec, n)
+    return UserSpec(users, tuple(cmnds), n, line)
 
 
 def include_files(names: list[str]) -> list[str]:

@@ -121,101 +121,139 @@ def parse_shell_assignments(text: str, env: dict[str, str] | None = None
     """
     if "\x00" in text:
         raise ParseError("binary content (NUL byte)")
-    env = dict(env or {})
+    sh = _ShellReader(text, dict(env or {}))
     out: list[ShellAssignment] = []
     notes: list[str] = []
-    i, n, line = 0, len(text), 1
-    while i < n:
-        # skip blanks, empty statements and comments
-        c = text[i]
-        if c == "\n":
-            line += 1
-            i += 1
+    while sh.i < sh.n:
+        if sh.skip_blank():
             continue
-        if c in " \t;":
-            i += 1
-            continue
-        if c == "#":
-            while i < n and text[i] != "\n":
-                i += 1
-            continue
-        start_line, start = line, i
-        m = _NAME().match(text, i)
+        start_line, start = sh.line, sh.i
+        m = _NAME().match(text, sh.i)
         if not m:
-            # not an assignment: skip to end of line
-            j = text.find("\n", i)
-            j = n if j < 0 else j
-            stmt = text[i:j].strip()
-            notes.append(f"line {start_line}: not evaluated: {stmt[:80]}")
-            i = j
+            notes.append(f"line {start_line}: not evaluated: {sh.skip_line()}")
             continue
-        name = m.group(1)
-        i = m.end()
-        value: list[str] = []
-        while i < n and text[i] not in " \t\n;":
-            c = text[i]
-            if c == "'":
-                j = text.find("'", i + 1)
-                if j < 0:
-                    raise ParseError("unterminated single quote", line=start_line)
-                chunk = text[i + 1:j]
-                line += chunk.count("\n")
-                value.append(chunk)
-                i = j + 1
-            elif c == '"':
-                j = i + 1
-                buf: list[str] = []
-                while j < n and text[j] != '"':
-                    if text[j] == "\\" and j + 1 < n and text[j + 1] in '$`"\\\n':
-                        if text[j + 1] != "\n":
-                            buf.append(text[j + 1])
-                        else:
-                            line += 1
-                        j += 2
-                        continue
-                    if text[j] == "$":
-                        m2 = _VAR().match(text, j)
-                        if m2:
-                            buf.append(env.get(m2.group(1) or m2.group(2), ""))
-                            j = m2.end()
-                            continue
-                    if text[j] == "\n":
-                        line += 1
-                    buf.append(text[j])
-                    j += 1
-                if j >= n:
-                    raise ParseError("unterminated double quote", line=start_line)
-                value.append("".join(buf))
-                i = j + 1
-            elif c == "\\" and i + 1 < n:
-                if text[i + 1] == "\n":
-                    line += 1
-                else:
-                    value.append(text[i + 1])
-                i += 2
-            elif c == "$":
-                m2 = _VAR().match(text, i)
-                if m2:
-                    value.append(env.get(m2.group(1) or m2.group(2), ""))
-                    i = m2.end()
-                else:
-                    value.append(c)
-                    i += 1
-            else:
-                value.append(c)
-                i += 1
-        # what follows on the line, for a note: at most 80 characters are looked at, not
-        # the whole line again after each of its assignments (a 1 MiB line of a=b took 17 s)
-        shown = _REST().match(text, i).group(1)  # type: ignore[union-attr]
-        rest = shown if len(shown) == 80 else shown.rstrip()
+        sh.i = m.end()
+        val = sh.word(start_line)
+        rest = sh.rest_of_line()
         if rest and not rest.startswith(("#", ";")):
             notes.append(f"line {start_line}: trailing words not evaluated: {rest}")
-        val = "".join(value)
-        env[name] = val
-        out.append(ShellAssignment(name, val, start_line, text[start:i]))
+        sh.env[m.group(1)] = val
+        out.append(ShellAssignment(m.group(1), val, start_line, text[start:sh.i]))
     if len(notes) > MAX_NOTES:  # a broken file: the first few say enough
         notes[MAX_NOTES:] = [f"... and {len(notes) - MAX_NOTES} more such notes"]
-    return out, env, notes
+    return out, sh.env, notes
+
+
+class _ShellReader:
+    """A position (and its line number) in a sourced shell file, and the variables
+    assigned so far: the pieces :func:`parse_shell_assignments` reads one by one."""
+
+    def __init__(self, text: str, env: dict[str, str]) -> None:
+        self.text, self.n, self.env = text, len(text), env
+        self.i = 0
+        self.line = 1
+
+    def skip_blank(self) -> bool:
+        """Skip a newline, a blank, an empty statement (``;``) or a comment at the
+        position; False when something else is there."""
+        c = self.text[self.i]
+        if c == "\n":
+            self.line += 1
+            self.i += 1
+        elif c in " \t;":
+            self.i += 1
+        elif c == "#":
+            j = self.text.find("\n", self.i)
+            self.i = self.n if j < 0 else j
+        else:
+            return False
+        return True
+
+    def skip_line(self) -> str:
+        """Skip a statement that is not an assignment, up to the end of its line; return
+        its start for a note."""
+        j = self.text.find("\n", self.i)
+        j = self.n if j < 0 else j
+        stmt = self.text[self.i:j].strip()
+        self.i = j
+        return stmt[:80]
+
+    def rest_of_line(self) -> str:
+        """What follows an assignment on its line, for a note: at most 80 characters are
+        looked at, not the whole line again after each of its assignments (a 1 MiB line of
+        a=b took 17 s)."""
+        m = _REST().match(self.text, self.i)
+        shown = m.group(1) if m else ""
+        return shown if len(shown) == 80 else shown.rstrip()
+
+    def word(self, start_line: int) -> str:
+        """The value of an assignment: the word at the position, quotes removed and
+        variables expanded."""
+        text, n = self.text, self.n
+        value: list[str] = []
+        while self.i < n and text[self.i] not in " \t\n;":
+            c = text[self.i]
+            if c == "'":
+                value.append(self._single_quoted(start_line))
+            elif c == '"':
+                value.append(self._double_quoted(start_line))
+            elif c == "\\" and self.i + 1 < n:
+                if text[self.i + 1] == "\n":
+                    self.line += 1
+                else:
+                    value.append(text[self.i + 1])
+                self.i += 2
+            elif c == "$":
+                value.append(self._variable())
+            else:
+                value.append(c)
+                self.i += 1
+        return "".join(value)
+
+    def _single_quoted(self, start_line: int) -> str:
+        j = self.text.find("'", self.i + 1)
+        if j < 0:
+            raise ParseError("unterminated single quote", line=start_line)
+        chunk = self.text[self.i + 1:j]
+        self.line += chunk.count("\n")
+        self.i = j + 1
+        return chunk
+
+    def _variable(self) -> str:
+        """``$NAME`` or ``${NAME}`` expanded (a lone ``$`` is itself)."""
+        m = _VAR().match(self.text, self.i)
+        if m is None:
+            self.i += 1
+            return "$"
+        self.i = m.end()
+        return self.env.get(m.group(1) or m.group(2), "")
+
+    def _double_quoted(self, start_line: int) -> str:
+        text, n = self.text, self.n
+        j = self.i + 1
+        buf: list[str] = []
+        while j < n and text[j] != '"':
+            if text[j] == "\\" and j + 1 < n and text[j + 1] in '$`"\\\n':
+                if text[j + 1] != "\n":
+                    buf.append(text[j + 1])
+                else:
+                    self.line += 1
+                j += 2
+                continue
+            if text[j] == "$":
+                m = _VAR().match(text, j)
+                if m:
+                    buf.append(self.env.get(m.group(1) or m.group(2), ""))
+                    j = m.end()
+                    continue
+            if text[j] == "\n":
+                self.line += 1
+            buf.append(text[j])
+            j += 1
+        if j >= n:
+            raise ParseError("unterminated double quote", line=start_line)
+        self.i = j + 1
+        return "".join(buf)
 
 
 MAX_NOTES = 20

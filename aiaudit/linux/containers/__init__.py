@@ -1,1 +1,1 @@
-"""Container runtimes: Docker, the NVIDIA Container Toolkit, Apptainer."""
+"""Container runtimes: Docker, the NVIDIA Container Toolkit, Apptainer, rootless podman."""

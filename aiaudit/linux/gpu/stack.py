@@ -359,76 +359,124 @@ def kernel_side(host: Host) -> KernelSide:
     return host.memo(("gpu-kernel",), lambda: _kernel_side(host))
 
 
-def _kernel_side(host: Host) -> KernelSide:
-    notes: list[str] = []
-    problems: list[str] = []
-    unreadable: list[Evidence] = []
-    loaded: Version | None = None
-    open_module: bool | None = None
-    if host.live:
-        try:
-            pv = nvidia.parse_proc_version(host.read_text("/proc/driver/nvidia/version"))
-            loaded = Version(pv.version, Evidence.runtime("/proc/driver/nvidia/version",
-                                                          pv.line), "loaded kernel module")
-            open_module = pv.open
-        except NotFound:
-            try:
-                v = host.read_text("/sys/module/nvidia/version").strip()
-                nvidia.parse_version(v)
-                loaded = Version(v, Evidence.runtime("/sys/module/nvidia/version", v),
-                                 "loaded kernel module")
-            except NotFound:
-                notes.append("the nvidia kernel module is not loaded")
-            except (HostError, ParseError) as exc:
-                problems.append(str(exc))
-                unreadable.append(Evidence.runtime("/sys/module/nvidia/version", str(exc)))
-        except (HostError, ParseError) as exc:
-            problems.append(str(exc))
-            unreadable.append(Evidence.runtime("/proc/driver/nvidia/version", str(exc)))
-    installed: Version | None = None
-    kernel: str | None = None
+@record
+class _Found:
+    """What one part of the kernel-side search found: a version, notes and problems (with
+    where each problem is)."""
+
+    version: Version | None = None
+    notes: tuple[str, ...] = ()
+    problems: tuple[str, ...] = ()
+    unreadable: tuple[Evidence, ...] = ()
+
+
+def _loaded_module(host: Host) -> tuple[_Found, bool | None]:
+    """The loaded module's version (live): ``/proc/driver/nvidia/version``, else
+    ``/sys/module/nvidia/version``; and whether it is the open kernel module."""
+    proc, sysmod = "/proc/driver/nvidia/version", "/sys/module/nvidia/version"
+    try:
+        pv = nvidia.parse_proc_version(host.read_text(proc))
+        return _Found(Version(pv.version, Evidence.runtime(proc, pv.line),
+                              "loaded kernel module")), pv.open
+    except NotFound:
+        pass
+    except (HostError, ParseError) as exc:
+        return _Found(problems=(str(exc),), unreadable=(Evidence.runtime(proc, str(exc)),)), None
+    try:
+        v = host.read_text(sysmod).strip()
+        nvidia.parse_version(v)
+        return _Found(Version(v, Evidence.runtime(sysmod, v), "loaded kernel module")), None
+    except NotFound:
+        return _Found(notes=("the nvidia kernel module is not loaded",)), None
+    except (HostError, ParseError) as exc:
+        return _Found(problems=(str(exc),),
+                      unreadable=(Evidence.runtime(sysmod, str(exc)),)), None
+
+
+def _kernel_roots(host: Host) -> dict[str, str]:
+    """Kernel release -> its module tree, over :data:`MODULE_BASES` (the first base that
+    has a release wins)."""
     kroots: dict[str, str] = {}
     for base in MODULE_BASES:
         for k in host.listdir(base):
             if host.is_dir(f"{base}/{k}"):
                 kroots.setdefault(k, f"{base}/{k}")
-    # A loaded module decides; module files are only read (tens of MiB) when none is.
+    return kroots
+
+
+def _module_file_version(host: Host, kernel: str, files: list[str]) -> _Found:
+    """The version of the first readable ``nvidia.ko*`` of ``files`` (module files of
+    ``kernel``); notes and problems for those that could not be read."""
+    notes: list[str] = []
+    problems: list[str] = []
+    unreadable: list[Evidence] = []
+    for path in files:
+        try:
+            ver = _module_version(host, path)
+        except elfmodinfo.UnsupportedCompression:
+            notes.append(f"{path} is compressed with zstd, which this Python cannot "
+                         "read; version from the package database instead")
+            continue
+        except (HostError, ParseError) as exc:
+            problems.append(f"{path}: {exc}")
+            unreadable.append(Evidence.file(path, None, str(exc)))
+            continue
+        if ver and nvidia.is_version(ver):
+            return _Found(Version(ver, Evidence.file(path, None, f"version={ver}"),
+                                  f"module file for kernel {kernel}"),
+                          tuple(notes), tuple(problems), tuple(unreadable))
+    return _Found(None, tuple(notes), tuple(problems), tuple(unreadable))
+
+
+def _installed_module(host: Host, kroots: dict[str, str]
+                      ) -> tuple[_Found, str | None, tuple[str, ...]]:
+    """(the module file of the newest kernel that has one, its kernel release, the
+    releases searched, newest first): the search stops at the first kernel with any
+    ``nvidia.ko*``, readable or not."""
     searched: list[str] = []
-    for k in [] if loaded else sorted(kroots, key=_kver_key, reverse=True):
+    for k in sorted(kroots, key=_kver_key, reverse=True):
         searched.append(k)
         files = _module_files(host, kroots[k])
-        if not files:
-            continue
-        for path in files:
-            try:
-                ver = _module_version(host, path)
-            except elfmodinfo.UnsupportedCompression:
-                notes.append(f"{path} is compressed with zstd, which this Python cannot "
-                             "read; version from the package database instead")
-                continue
-            except (HostError, ParseError) as exc:
-                problems.append(f"{path}: {exc}")
-                unreadable.append(Evidence.file(path, None, str(exc)))
-                continue
-            if ver and nvidia.is_version(ver):
-                installed = Version(ver, Evidence.file(path, None, f"version={ver}"),
-                                    f"module file for kernel {k}")
-                kernel = k
-                break
-        if installed or files:
-            break
-    if installed is None and loaded is None:
-        pkgs = nvidia_packages(host)
-        hit = _pkg_version(pkgs, _PKG_KERNEL)
-        if hit:
-            db = DPKG_STATUS if hit[0] in _dpkg_names(host) else RPMDB_SQLITE
-            installed = Version(hit[1], Evidence.file(db, None, f"{hit[0]} {pkgs[hit[0]]}"),
-                                f"package {hit[0]}")
-            if kroots and not problems:
-                notes.append(f"{hit[0]} is installed but no nvidia.ko was found for any "
-                             f"kernel under /lib/modules (DKMS build missing?)")
-    return KernelSide(loaded, installed, open_module, kernel, tuple(notes), tuple(problems),
-                      tuple(searched), tuple(unreadable))
+        if files:
+            found = _module_file_version(host, k, files)
+            return found, (k if found.version else None), tuple(searched)
+    return _Found(), None, tuple(searched)
+
+
+def _package_module(host: Host, kroots: dict[str, str], problems: tuple[str, ...]
+                    ) -> _Found:
+    """The kernel module's version from the package database (DKMS or kmod package), with
+    a note when module trees exist but hold no nvidia.ko."""
+    pkgs = nvidia_packages(host)
+    hit = _pkg_version(pkgs, _PKG_KERNEL)
+    if not hit:
+        return _Found()
+    db = DPKG_STATUS if hit[0] in _dpkg_names(host) else RPMDB_SQLITE
+    version = Version(hit[1], Evidence.file(db, None, f"{hit[0]} {pkgs[hit[0]]}"),
+                      f"package {hit[0]}")
+    notes: tuple[str, ...] = ()
+    if kroots and not problems:
+        notes = (f"{hit[0]} is installed but no nvidia.ko was found for any kernel under "
+                 f"/lib/modules (DKMS build missing?)",)
+    return _Found(version, notes)
+
+
+def _kernel_side(host: Host) -> KernelSide:
+    loaded, open_module = _loaded_module(host) if host.live else (_Found(), None)
+    kroots = _kernel_roots(host)
+    # A loaded module decides; module files are only read (tens of MiB) when none is.
+    inst: _Found = _Found()
+    kernel: str | None = None
+    searched: tuple[str, ...] = ()
+    if not loaded.version:
+        inst, kernel, searched = _installed_module(host, kroots)
+    problems = loaded.problems + inst.problems
+    pkg = _Found()
+    if inst.version is None and loaded.version is None:
+        pkg = _package_module(host, kroots, problems)
+    return KernelSide(loaded.version, inst.version or pkg.version, open_module, kernel,
+                      loaded.notes + inst.notes + pkg.notes, problems, searched,
+                      loaded.unreadable + inst.unreadable)
 
 
 def module_search_evidence(ks: KernelSide) -> Evidence:

@@ -1,1 +1,2 @@
-"""The kernel's own build: its configuration (CONFIG_*)."""
+"""The kernel's own build: its configuration (CONFIG_*) and the defaults it decides
+(transparent hugepages)."""

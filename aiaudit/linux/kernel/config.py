@@ -6,6 +6,7 @@ import re
 
 from aiaudit.core.errors import HostError
 from aiaudit.core.host import Host
+from aiaudit.core.records import record
 from aiaudit.linux.sysfs import read_opt
 
 PROC_CONFIG = "/proc/config.gz"
@@ -73,3 +74,35 @@ def kernel_config_missing(host: Host) -> str:
     (``no boot/config-*``; live also ``/proc/config.gz``), for a ``default`` evidence."""
     files = f"{BOOT_DIR.lstrip('/')}/{CONFIG_PREFIX}*"
     return f"no {PROC_CONFIG} or {files}" if host.live else f"no {files}"
+
+
+@record
+class ConfigChoice:
+    """The ``CONFIG_<PREFIX>_<CHOICE>=y`` line of a Kconfig ``choice`` in the kernel
+    config (``CONFIG_CPU_FREQ_DEFAULT_GOV_SCHEDUTIL=y``)."""
+
+    value: str
+    """The choice, lower case (``schedutil``)."""
+    path: str
+    line: int
+    text: str
+    """The line, stripped."""
+
+
+def config_choice(host: Host, prefix: str, choices: tuple[str, ...] | None = None
+                  ) -> ConfigChoice | None:
+    """The first ``CONFIG_<prefix>_<CHOICE>=y`` line of :func:`kernel_config`.  With
+    ``choices``, only the choice's own symbols count: other options may share the prefix
+    (``CONFIG_TRANSPARENT_HUGEPAGE_SHMEM_HUGE_ALWAYS``, the shmem default since 6.14, is not
+    the anonymous-memory default); without, any upper-case word after the prefix does."""
+    kc = kernel_config(host)
+    if kc is None:
+        return None
+    path, text = kc
+    names = "|".join(c.upper() for c in choices) if choices else "[A-Z]+"
+    rx = re.compile(rf"CONFIG_{prefix}_({names})=y")
+    for n, line in enumerate(text.splitlines(), 1):
+        m = rx.fullmatch(line.strip())
+        if m:
+            return ConfigChoice(m.group(1).lower(), path, n, line.strip())
+    return None

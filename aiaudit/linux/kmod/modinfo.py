@@ -165,6 +165,7 @@ def inflate(name: str, chunks: Iterable[bytes], cap: int = DECOMPRESSED_CAP
         yield from chunks
         return
     dec: Any
+    errors: tuple[type[BaseException], ...]
     if name.endswith(".xz"):
         import lzma
 
@@ -173,7 +174,8 @@ def inflate(name: str, chunks: Iterable[bytes], cap: int = DECOMPRESSED_CAP
         dec, errors = zlib.decompressobj(wbits=47), (zlib.error, EOFError)
     else:
         try:
-            from compression import zstd  # type: ignore[import-not-found]  # Python >= 3.14
+            # Python >= 3.14; whether mypy knows the module depends on its typeshed
+            from compression import zstd  # type: ignore[import-not-found,unused-ignore]
         except ImportError:
             raise UnsupportedCompression(
                 f"{name}: compressed with zstd, which this Python cannot decompress"

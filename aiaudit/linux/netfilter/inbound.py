@@ -138,46 +138,56 @@ def admits(settings: Mapping[str, Any], slurm: SlurmInfo) -> tuple[list[Admit], 
     """What ``settings`` (the ruleset's ``settings``) admits, and notes (a preset that
     admits nothing here, srun on ephemeral ports)."""
     fw = settings.get("firewall") or {}
-    entries = fw.get("allow_inbound", ["ssh"])
     out: list[Admit] = []
     notes: list[str] = []
-    for e in entries:
+    for e in fw.get("allow_inbound", ["ssh"]):
         if isinstance(e, str):
             e = {"preset": e} if e in PRESETS else {"ports": [e]}
-        preset = e.get("preset")
-        sources = _cidrs(e.get("from", []))
-        ifaces = tuple(e.get("iif", []))
-        name = e.get("name")
-        if preset in ("exporters", "fabric") and not (sources or ifaces):
-            raise SettingsError(f"settings.firewall: preset {preset} needs `from` (CIDRs) "
-                                "or `iif` (interfaces)")
-        ports: list[tuple[str, int, int]] = nf.parse_port_specs(e.get("ports", []))
-        label = name or preset or "allow_inbound"
-        if preset == "ssh" and not ports:
-            ports = [("tcp", 22, 22)]
-        elif preset == "slurm":
-            present, path, conf = slurm()
-            if not present:
-                notes.append("slurm: Slurm is not installed on this host, no port admitted")
-                continue
-            where = path.lstrip("/") if path else "defaults, no slurm.conf"
-            label = name or f"slurm, {where}"
-            if not ports:
-                ports = [*_port_ranges(conf.get("slurmctldport", ""), SLURMCTLD_PORT),
-                         *_port_ranges(conf.get("slurmdport", ""), SLURMD_PORT)]
-                srun = conf.get("srunportrange")
-                srun_ports = _port_ranges(srun or "", 0)
-                if srun_ports[0][1]:
-                    ports += srun_ports
-                else:
-                    notes.append("slurm: no SrunPortRange, so srun listens on ephemeral "
-                                 "ports a default-deny firewall does not admit (set "
-                                 "SrunPortRange in slurm.conf and rescan)")
-        elif preset == "exporters" and not ports:
-            ports = nf.parse_port_specs(list(EXPORTER_PORTS))
-        everything = preset == "fabric" and not ports
-        out.append(Admit(label, tuple(ports), sources, ifaces, everything))
+        got = _admit(e, slurm, notes)
+        if got is not None:
+            out.append(got)
     return out, notes
+
+
+def _admit(e: Mapping[str, Any], slurm: SlurmInfo, notes: list[str]) -> Admit | None:
+    """One ``allow_inbound`` entry (``None``: a Slurm preset where Slurm is absent)."""
+    preset = e.get("preset")
+    sources = _cidrs(e.get("from", []))
+    ifaces = tuple(e.get("iif", []))
+    name = e.get("name")
+    if preset in ("exporters", "fabric") and not (sources or ifaces):
+        raise SettingsError(f"settings.firewall: preset {preset} needs `from` (CIDRs) "
+                            "or `iif` (interfaces)")
+    ports: list[tuple[str, int, int]] = nf.parse_port_specs(e.get("ports", []))
+    label = name or preset or "allow_inbound"
+    if preset == "ssh" and not ports:
+        ports = [("tcp", 22, 22)]
+    elif preset == "slurm":
+        present, path, conf = slurm()
+        if not present:
+            notes.append("slurm: Slurm is not installed on this host, no port admitted")
+            return None
+        where = path.lstrip("/") if path else "defaults, no slurm.conf"
+        label = name or f"slurm, {where}"
+        ports = ports or _slurm_ports(conf, notes)
+    elif preset == "exporters" and not ports:
+        ports = nf.parse_port_specs(list(EXPORTER_PORTS))
+    everything = preset == "fabric" and not ports
+    return Admit(label, tuple(ports), sources, ifaces, everything)
+
+
+def _slurm_ports(conf: Mapping[str, str], notes: list[str]) -> list[tuple[str, int, int]]:
+    """slurmctld's, slurmd's and srun's ports from slurm.conf (lowercased keys)."""
+    ports = [*_port_ranges(conf.get("slurmctldport", ""), SLURMCTLD_PORT),
+             *_port_ranges(conf.get("slurmdport", ""), SLURMD_PORT)]
+    srun_ports = _port_ranges(conf.get("srunportrange") or "", 0)
+    if srun_ports[0][1]:
+        ports += srun_ports
+    else:
+        notes.append("slurm: no SrunPortRange, so srun listens on ephemeral ports a "
+                     "default-deny firewall does not admit (set SrunPortRange in "
+                     "slurm.conf and rescan)")
+    return ports
 
 
 def any_source_ports(adm: list[Admit]) -> list[tuple[str, int, int]]:
@@ -189,39 +199,54 @@ def _set(items: list[str]) -> str:
     return items[0] if len(items) == 1 else "{ " + ", ".join(items) + " }"
 
 
+_CONF_HEAD = ("#!/usr/sbin/nft -f",
+              "# aiaudit: default-deny input.  What it admits comes from the ruleset's",
+              "# settings.firewall.allow_inbound; flush ruleset removes other tables (Docker,",
+              "# Kubernetes) until they are re-created.",
+              "# admits: loopback, established and related connections, ICMP and ICMPv6")
+_CONF_INPUT = ("flush ruleset", "", "table inet filter {", "  chain input {",
+               "    type filter hook input priority filter; policy drop;",
+               '    iif "lo" accept', "    ct state established,related accept",
+               "    ct state invalid drop",
+               "    meta l4proto { icmp, ipv6-icmp } accept")
+
+
 def nftables_conf(adm: list[Admit], notes: list[str] | tuple[str, ...] = ()) -> str:
     """A default-deny ``/etc/nftables.conf`` admitting ``adm`` (and loopback, established
     and related traffic, ICMP and ICMPv6), with one ``# admits:`` line per entry."""
-    lines = ["#!/usr/sbin/nft -f",
-             "# aiaudit: default-deny input.  What it admits comes from the ruleset's",
-             "# settings.firewall.allow_inbound; flush ruleset removes other tables (Docker,",
-             "# Kubernetes) until they are re-created.",
-             "# admits: loopback, established and related connections, ICMP and ICMPv6",
+    lines = [*_CONF_HEAD,
              *(f"# admits: {a.text()}" for a in adm),
              *(f"# note: {n}" for n in notes),
-             "flush ruleset", "", "table inet filter {", "  chain input {",
-             "    type filter hook input priority filter; policy drop;",
-             '    iif "lo" accept', "    ct state established,related accept",
-             "    ct state invalid drop",
-             "    meta l4proto { icmp, ipv6-icmp } accept"]
+             *_CONF_INPUT]
     for a in adm:
-        matches: list[list[str]] = [[]]
-        if a.ifaces:
-            matches = [[f"iifname {_set([chr(34) + i + chr(34) for i in a.ifaces])}"]]
-        if a.sources:
-            v4 = [s for s in a.sources if ":" not in s]
-            v6 = [s for s in a.sources if ":" in s]
-            matches = [[*m, f"{fam} saddr {_set(ss)}"] for m in matches
-                       for fam, ss in (("ip", v4), ("ip6", v6)) if ss]
-        for m in matches:
-            if a.everything:
-                lines.append("    " + " ".join([*m, "accept"]))
-                continue
-            for proto in ("tcp", "udp"):
-                ps = [str(lo) if lo == hi else f"{lo}-{hi}" for p, lo, hi in a.ports
-                      if p == proto]
-                if ps:
-                    lines.append("    " + " ".join([*m, f"{proto} dport {_set(ps)}",
-                                                    "accept"]))
+        lines += _accept_rules(a)
     lines += ["  }", "}", ""]
     return "\n".join(lines)
+
+
+def _accept_rules(a: Admit) -> list[str]:
+    """The input chain's accept rules for one entry: one per source family (and
+    protocol), each restricted to its interfaces."""
+    out = []
+    for m in _where(a):
+        if a.everything:
+            out.append("    " + " ".join([*m, "accept"]))
+            continue
+        for proto in ("tcp", "udp"):
+            ps = [str(lo) if lo == hi else f"{lo}-{hi}" for p, lo, hi in a.ports if p == proto]
+            if ps:
+                out.append("    " + " ".join([*m, f"{proto} dport {_set(ps)}", "accept"]))
+    return out
+
+
+def _where(a: Admit) -> list[list[str]]:
+    """The interface and source matches of an entry, one list per source family."""
+    matches: list[list[str]] = [[]]
+    if a.ifaces:
+        matches = [[f"iifname {_set([chr(34) + i + chr(34) for i in a.ifaces])}"]]
+    if a.sources:
+        v4 = [s for s in a.sources if ":" not in s]
+        v6 = [s for s in a.sources if ":" in s]
+        matches = [[*m, f"{fam} saddr {_set(ss)}"] for m in matches
+                   for fam, ss in (("ip", v4), ("ip6", v6)) if ss]
+    return matches

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import field
+from typing import Callable
 
 from aiaudit.core.records import record
 
@@ -209,47 +210,69 @@ def _everything(addr: str) -> bool:
     return addr in ("0.0.0.0/0", "::/0", "any")
 
 
+def _match_iif(cond: Cond, probe: Probe) -> int:
+    # The probe comes in on an interface no rule names: "== X" is false for any X,
+    # "!= X" true.  A restricted probe comes in on the named (non-loopback) one.
+    named = [v for v in cond.values if v.strip('"') != "lo"]
+    return YES if probe.restricted and named else NO
+
+
+def _match_ct(cond: Cond, probe: Probe) -> int:
+    return YES if "new" in cond.values else NO
+
+
+def _match_proto(cond: Cond, probe: Probe) -> int:
+    vals = {norm_proto(v) for v in cond.values}
+    return YES if probe.proto in vals or "any" in vals else NO
+
+
+def _match_family(cond: Cond, probe: Probe) -> int:
+    return YES if f"ipv{probe.family}" in cond.values else NO
+
+
+def _match_addr(cond: Cond, probe: Probe) -> int:
+    if any(_everything(v) for v in cond.values):
+        return YES
+    if cond.kind == "daddr" and not all(_is_loopback(v) or _link_local(v)
+                                        for v in cond.values):
+        return YES  # a packet for one of this host's addresses
+    if cond.kind == "saddr" and probe.restricted and \
+            not all(_is_loopback(v) for v in cond.values):
+        return YES  # the restricted probe comes from the named sources
+    return NO  # an untrusted source is not in a named set of sources
+
+
+_MATCHERS: dict[str, Callable[[Cond, Probe], int]] = {
+    "false": lambda _cond, _probe: NO, "iif": _match_iif, "ct": _match_ct,
+    "proto": _match_proto, "family": _match_family, "saddr": _match_addr,
+    "daddr": _match_addr,
+}
+"""YES or NO for a condition of this kind, before its negation."""
+
+
+def _match_dport(cond: Cond, probe: Probe) -> int:
+    if cond.values and probe.proto not in cond.values:
+        return NO  # "tcp dport" implies tcp, even negated
+    if cond.ports is None:
+        return MAYBE
+    r = YES if any(lo <= probe.port <= hi for lo, hi in cond.ports) else NO
+    return _negated(r) if cond.negate else r
+
+
+def _negated(r: int) -> int:
+    return YES if r == NO else NO
+
+
 def match(cond: Cond, probe: Probe) -> int:
-    """YES, NO or MAYBE: does ``cond`` hold for ``probe``?"""
-    k = cond.kind
-    if k == "unknown":
+    """YES, NO or MAYBE: does ``cond`` hold for ``probe``?  An ``unknown`` condition, or a
+    kind this model does not know, is MAYBE."""
+    if cond.kind == "dport":
+        return _match_dport(cond, probe)
+    judge = _MATCHERS.get(cond.kind)
+    if judge is None:
         return MAYBE
-    if k == "false":
-        r = NO
-    elif k == "iif":
-        # The probe comes in on an interface no rule names: "== X" is false for any X,
-        # "!= X" true.  A restricted probe comes in on the named (non-loopback) one.
-        named = [v for v in cond.values if v.strip('"') != "lo"]
-        r = YES if probe.restricted and named else NO
-    elif k == "ct":
-        r = YES if "new" in cond.values else NO
-    elif k == "proto":
-        vals = {norm_proto(v) for v in cond.values}
-        r = YES if probe.proto in vals or "any" in vals else NO
-    elif k == "family":
-        r = YES if f"ipv{probe.family}" in cond.values else NO
-    elif k in ("saddr", "daddr"):
-        if any(_everything(v) for v in cond.values):
-            r = YES
-        elif k == "daddr" and not all(_is_loopback(v) or _link_local(v)
-                                      for v in cond.values):
-            r = YES  # a packet for one of this host's addresses
-        elif k == "saddr" and probe.restricted and \
-                not all(_is_loopback(v) for v in cond.values):
-            r = YES  # the restricted probe comes from the named sources
-        else:
-            r = NO  # an untrusted source is not in a named set of sources
-    elif k == "dport":
-        if cond.values and probe.proto not in cond.values:
-            return NO  # "tcp dport" implies tcp, even negated
-        if cond.ports is None:
-            return MAYBE
-        r = YES if any(lo <= probe.port <= hi for lo, hi in cond.ports) else NO
-    else:
-        return MAYBE
-    if cond.negate:
-        r = YES if r == NO else NO
-    return r
+    r = judge(cond, probe)
+    return _negated(r) if cond.negate else r
 
 
 def rule_match(rule: Rule, probe: Probe) -> int:
@@ -308,7 +331,7 @@ def decide(rs: Ruleset, probe: Probe) -> Decision:
     maybe = False
     for chain in chains:
         paths = _walk(rs, chain, probe, 0)
-        final = []
+        final: list[_Path] = []
         for verdict, c, rule in paths:
             if verdict == "return":
                 verdict = "drop" if chain.policy == "drop" else "accept"

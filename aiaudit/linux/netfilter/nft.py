@@ -77,11 +77,19 @@ def _dport(protos: tuple[str, ...], values: list[Any], negate: bool, text: str) 
 _PROTO_OF = {"tcp": ("tcp",), "udp": ("udp",), "udplite": ("udplite",), "sctp": ("sctp",),
              "dccp": ("dccp",), "th": ()}
 
+_CMP = {"<": lambda n: (0, n - 1), "lt": lambda n: (0, n - 1), "<=": lambda n: (0, n),
+        "le": lambda n: (0, n), ">": lambda n: (n + 1, 65535), "gt": lambda n: (n + 1, 65535),
+        ">=": lambda n: (n, 65535), "ge": lambda n: (n, 65535)}
+"""Port comparisons (``tcp dport < 1024``) as ranges."""
+
 
 # ================================================================= JSON
 def _jvalues(right: Any, sets: dict[str, list[Any]]) -> list[Any] | None:
+    """The values a match compares with (``None``: not understood)."""
     if isinstance(right, dict):
         if "set" in right:
+            if not isinstance(right["set"], list):
+                return None
             out: list[Any] = []
             for v in right["set"]:
                 sub = _jvalues(v, sets)
@@ -109,68 +117,109 @@ def _jvalues(right: Any, sets: dict[str, list[Any]]) -> list[Any] | None:
 
 
 def _jmatch(m: dict[str, Any], sets: dict[str, list[Any]]) -> list[Cond]:
-    op = m.get("op", "==")
-    left, right = m.get("left"), m.get("right")
+    """The conditions of one ``match`` statement; one ``unknown`` condition when this model
+    does not understand it."""
+    left = m.get("left")
     text = json.dumps(m, sort_keys=True)
-    unknown = [Cond("unknown", text=text)]
     if not isinstance(left, dict):
-        return unknown
-    vals = _jvalues(right, sets)
-    negate = op == "!="
-    if op in ("<", ">", "<=", ">=", "lt", "gt", "le", "ge"):
+        return [Cond("unknown", text=text)]
+    compared = _jcompare(m.get("op", "=="), _jvalues(m.get("right"), sets))
+    if compared is None:
+        return [Cond("unknown", text=text)]
+    vals, negate = compared
+    return _jleft(left, vals, negate, text) or [Cond("unknown", text=text)]
+
+
+def _jcompare(op: Any, vals: list[Any] | None) -> tuple[list[Any] | None, bool] | None:
+    """(values, negated) of a match operator; a port comparison (``<``, ``ge``...) becomes a
+    range.  ``None``: an operator this model does not handle."""
+    if isinstance(op, str) and op in _CMP:
         if vals and len(vals) == 1 and isinstance(vals[0], int):
-            n = vals[0]
-            rng = {"<": (0, n - 1), "lt": (0, n - 1), "<=": (0, n), "le": (0, n),
-                   ">": (n + 1, 65535), "gt": (n + 1, 65535), ">=": (n, 65535),
-                   "ge": (n, 65535)}[op]
-            vals, negate = [rng], False
-        else:
-            return unknown
-    elif op not in ("==", "!=", "in"):
-        return unknown
+            return [_CMP[op](vals[0])], False
+        return None
+    if op not in ("==", "!=", "in"):
+        return None
+    return vals, op == "!="
+
+
+def _jleft(left: dict[str, Any], vals: list[Any] | None, negate: bool,
+           text: str) -> list[Cond]:
+    """Conditions for the left-hand side of a match (empty: not modelled)."""
     strs = tuple(str(v) for v in vals or ())
     if "meta" in left:
-        key = left["meta"].get("key") if isinstance(left["meta"], dict) else None
-        if key in ("iif", "iifname") and vals is not None:
-            return [Cond("iif", strs, negate, text=text)]
-        if key == "l4proto" and vals is not None:
-            return [Cond("proto", strs, negate, text=text)]
-        if key == "nfproto" and vals is not None:
-            return [Cond("family", strs, negate, text=text)]
-        return unknown
+        meta = left["meta"]
+        key = meta.get("key") if isinstance(meta, dict) else None
+        kind = _META_KINDS.get(key) if isinstance(key, str) else None
+        return [Cond(kind, strs, negate, text=text)] if kind and vals is not None else []
     if "ct" in left:
-        key = left["ct"].get("key") if isinstance(left["ct"], dict) else None
-        if key == "state" and vals is not None:
-            return [Cond("ct", strs, negate, text=text)]
-        return unknown
+        ct = left["ct"]
+        key = ct.get("key") if isinstance(ct, dict) else None
+        return [Cond("ct", strs, negate, text=text)] if key == "state" and vals is not None \
+            else []
     if "payload" in left and isinstance(left["payload"], dict):
-        proto, fld = left["payload"].get("protocol"), left["payload"].get("field")
-        if proto in _PROTO_OF:
-            if fld == "dport":
-                return [_dport(_PROTO_OF[proto], vals if vals is not None else [None],
-                               negate, text)] if vals is not None else \
-                    [Cond("dport", _PROTO_OF[proto], negate, None, text)]
-            pc = [Cond("proto", _PROTO_OF[proto], text=text)] if _PROTO_OF[proto] else []
-            return [*pc, Cond("unknown", text=text)] if fld in ("sport",) else pc or unknown
-        if proto in ("ip", "ip6"):
-            fam = Cond("family", ("ipv4",) if proto == "ip" else ("ipv6",), text=text)
-            if fld in ("saddr", "daddr") and vals is not None:
-                return [fam, Cond(fld, strs, negate, text=text)]
-            if fld in ("protocol", "nexthdr") and vals is not None:
-                return [fam, Cond("proto", strs, negate, text=text)]
-            return [fam, Cond("unknown", text=text)]
-        if proto in ("icmp", "icmpv6"):
-            return [Cond("proto", ("icmp" if proto == "icmp" else "ipv6-icmp",), text=text)]
-    return unknown
+        return _jpayload(left["payload"], vals, strs, negate, text)
+    return []
+
+
+_META_KINDS = {"iif": "iif", "iifname": "iif", "l4proto": "proto", "nfproto": "family"}
+"""``meta`` keys this model understands and the condition kind each one is."""
+
+
+def _jpayload(payload: dict[str, Any], vals: list[Any] | None, strs: tuple[str, ...],
+              negate: bool, text: str) -> list[Cond]:
+    """Conditions of a header field match (``tcp dport``, ``ip saddr``...)."""
+    proto, fld = payload.get("protocol"), payload.get("field")
+    if isinstance(proto, str) and proto in _PROTO_OF:
+        protos = _PROTO_OF[proto]
+        if fld == "dport":
+            return [Cond("dport", protos, negate, None, text)] if vals is None else \
+                [_dport(protos, vals, negate, text)]
+        pc = [Cond("proto", protos, text=text)] if protos else []
+        return [*pc, Cond("unknown", text=text)] if fld == "sport" else pc
+    if proto in ("ip", "ip6"):
+        fam = Cond("family", ("ipv4",) if proto == "ip" else ("ipv6",), text=text)
+        if fld in ("saddr", "daddr") and vals is not None:
+            return [fam, Cond(fld, strs, negate, text=text)]
+        if fld in ("protocol", "nexthdr") and vals is not None:
+            return [fam, Cond("proto", strs, negate, text=text)]
+        return [fam, Cond("unknown", text=text)]
+    if proto in ("icmp", "icmpv6"):
+        return [Cond("proto", ("icmp" if proto == "icmp" else "ipv6-icmp",), text=text)]
+    return []
 
 
 _VERDICTS = ("accept", "drop", "reject", "return", "jump", "goto", "continue", "queue")
 _XT_NOOP_TARGETS = ("LOG", "NFLOG", "MARK", "CONNMARK", "TRACE", "CT", "AUDIT", "CLASSIFY")
+_XT_VERDICTS = {"REJECT": "reject", "DROP": "drop", "ACCEPT": "accept"}
 _NOOP = ("counter", "log", "mangle", "meta", "notrack", "synproxy", "set", "quota")
+
+_VmapEntry = tuple[list[Cond], "str | None", "str | None"]
+"""(conditions, verdict, jump target) of one verdict map entry."""
+
+
+def _jverdict(key: str) -> str | None:
+    """The model's verdict for a verdict statement (``continue`` is none, ``queue`` maybe)."""
+    return {"continue": None, "queue": "maybe"}.get(key, key)
 
 
 def parse_json(text: str, source: str = "nft -j list ruleset") -> Ruleset:
     """Ruleset from ``nft -j list ruleset`` output."""
+    items = _json_items(text, source)
+    rs = Ruleset()
+    sets = _json_sets(items)
+    for o in items:
+        c = o.get("chain")
+        if isinstance(c, dict):
+            rs.add(_json_chain(c, source))
+    for o in items:
+        r = o.get("rule")
+        if isinstance(r, dict):
+            _json_rule(rs, r, sets, source)
+    return rs
+
+
+def _json_items(text: str, source: str) -> list[dict[str, Any]]:
+    """The objects of the top-level ``nftables`` array (one key each: chain, rule...)."""
     try:
         doc = json.loads(text)
     except ValueError as exc:
@@ -179,8 +228,11 @@ def parse_json(text: str, source: str = "nft -j list ruleset") -> Ruleset:
         raise ParseError("not nft JSON: nested too deeply", source=source) from None
     if not isinstance(doc, dict) or not isinstance(doc.get("nftables"), list):
         raise ParseError("no top-level 'nftables' array", source=source)
-    items = [o for o in doc["nftables"] if isinstance(o, dict) and len(o) == 1]
-    rs = Ruleset()
+    return [o for o in doc["nftables"] if isinstance(o, dict) and len(o) == 1]
+
+
+def _json_sets(items: list[dict[str, Any]]) -> dict[tuple[str, str], dict[str, list[Any]]]:
+    """Named sets' elements by (family, table) and name."""
     sets: dict[tuple[str, str], dict[str, list[Any]]] = {}
     for o in items:
         s = o.get("set")
@@ -188,84 +240,106 @@ def parse_json(text: str, source: str = "nft -j list ruleset") -> Ruleset:
             elems = s.get("elem", [])
             sets.setdefault((str(s.get("family")), str(s.get("table"))), {})[
                 str(s.get("name"))] = elems if isinstance(elems, list) else [elems]
-    for o in items:
-        c = o.get("chain")
-        if isinstance(c, dict):
-            try:
-                prio = int(c.get("prio", 0))
-            except (TypeError, ValueError):
-                raise ParseError(f"bad chain priority {c.get('prio')!r}",
-                                 source=source) from None
-            rs.add(Chain(str(c.get("family")), str(c.get("table")), str(c.get("name")),
-                         hook=c.get("hook") if isinstance(c.get("hook"), str) else None,
-                         prio=prio, policy=str(c.get("policy", "accept")), source=source))
-    for o in items:
-        r = o.get("rule")
-        if not isinstance(r, dict):
-            continue
-        key = (str(r.get("family")), str(r.get("table")), str(r.get("chain")))
-        chain = rs.chains.get(key)
-        exprs = r.get("expr")
-        if chain is None or not isinstance(exprs, list):
-            continue
-        conds: list[Cond] = []
-        verdict: str | None = None
-        target: str | None = None
-        vmap: list[tuple[list[Cond], str | None, str | None]] | None = None
-        for e in exprs:
-            if isinstance(e, dict) and "xt" in e:
-                rs.xt_tables.add(key[:2])
-            if not isinstance(e, dict) or len(e) != 1:
-                conds.append(Cond("unknown", text=str(e)))
-                continue
-            (k, v), = e.items()
-            if k == "match" and isinstance(v, dict):
-                conds.extend(_jmatch(v, sets.get(key[:2], {})))
-            elif k in _VERDICTS:
-                verdict = {"continue": None, "queue": "maybe"}.get(k, k)
-                if k in ("jump", "goto") and isinstance(v, dict):
-                    target = str(v.get("target"))
-            elif k in _NOOP:
-                continue
-            elif k == "vmap" and isinstance(v, dict) and isinstance(v.get("data"), dict) \
-                    and isinstance(v["data"].get("set"), list):
-                vmap = []
-                for item in v["data"]["set"]:
-                    if not (isinstance(item, list) and len(item) == 2
-                            and isinstance(item[1], dict) and len(item[1]) == 1):
-                        vmap.append(([Cond("unknown", text="vmap")], "maybe", None))
-                        continue
-                    (vk, vv), = item[1].items()
-                    vt = str(vv.get("target")) if isinstance(vv, dict) and \
-                        vk in ("jump", "goto") else None
-                    verd = {"continue": None, "queue": "maybe"}.get(vk, vk) \
-                        if vk in _VERDICTS else "maybe"
-                    vmap.append((_jmatch({"op": "==", "left": v.get("key"), "right": item[0]},
-                                         sets.get(key[:2], {})), verd, vt))
-            elif k == "vmap":  # a named map (@name): cannot tell
-                vmap = [([Cond("unknown", text="vmap")], "maybe", None)]
-            elif k == "xt" and isinstance(v, dict) and v.get("type") == "match" \
-                    and v.get("name") == "comment":
-                continue
-            elif k == "xt" and isinstance(v, dict) and v.get("type") == "target":
-                # an iptables-nft target nft cannot translate (REJECT, LOG ...)
-                name = str(v.get("name", ""))
-                verdict = {"REJECT": "reject", "DROP": "drop", "ACCEPT": "accept"}.get(
-                    name, None if name in _XT_NOOP_TARGETS else "maybe")
-            else:  # limit, xt, and anything else: cannot tell
-                conds.append(Cond("unknown", text=json.dumps(e, sort_keys=True)))
-        text = " ".join(_jshow(e) for e in exprs)
-        if r.get("comment"):
-            text += f' comment "{r["comment"]}"'
-        text += f" # handle {r.get('handle')}"
-        if any(isinstance(e, dict) and ("dnat" in e or "redirect" in e) for e in exprs):
-            rs.dnat.append(f"{chain.describe()}: {text}")
-        if vmap is None:
-            chain.rules.append(Rule(tuple(conds), verdict, target, source, None, text))
-        for mconds, mverdict, mtarget in vmap or ():
-            chain.rules.append(Rule(tuple(conds + mconds), mverdict, mtarget, source, None,
-                                    text))
-    return rs
+    return sets
+
+
+def _json_chain(c: dict[str, Any], source: str) -> Chain:
+    try:
+        prio = int(c.get("prio", 0))
+    except (TypeError, ValueError, OverflowError):
+        raise ParseError(f"bad chain priority {c.get('prio')!r}", source=source) from None
+    return Chain(str(c.get("family")), str(c.get("table")), str(c.get("name")),
+                 hook=c.get("hook") if isinstance(c.get("hook"), str) else None,
+                 prio=prio, policy=str(c.get("policy", "accept")), source=source)
+
+
+def _json_rule(rs: Ruleset, r: dict[str, Any], sets: dict[tuple[str, str], dict[str, list[Any]]],
+               source: str) -> None:
+    """Add the rule(s) of one JSON ``rule`` object to its chain (ignored without one)."""
+    family, table = str(r.get("family")), str(r.get("table"))
+    chain = rs.chains.get((family, table, str(r.get("chain"))))
+    exprs = r.get("expr")
+    if chain is None or not isinstance(exprs, list):
+        return
+    parts = _JsonRule(sets.get((family, table), {}))
+    for e in exprs:
+        if isinstance(e, dict) and "xt" in e:
+            rs.xt_tables.add((family, table))
+        parts.add(e)
+    text = " ".join(_jshow(e) for e in exprs)
+    if r.get("comment"):
+        text += f' comment "{r["comment"]}"'
+    text += f" # handle {r.get('handle')}"
+    if any(isinstance(e, dict) and ("dnat" in e or "redirect" in e) for e in exprs):
+        rs.dnat.append(f"{chain.describe()}: {text}")
+    chain.rules.extend(parts.rules(source, text))
+
+
+class _JsonRule:
+    """The conditions and verdict of one JSON rule, read statement by statement."""
+
+    def __init__(self, sets: dict[str, list[Any]]) -> None:
+        self.sets = sets
+        self.conds: list[Cond] = []
+        self.verdict: str | None = None
+        self.target: str | None = None
+        self.vmap: list[_VmapEntry] | None = None
+
+    def add(self, e: Any) -> None:
+        """Read one statement."""
+        if not isinstance(e, dict) or len(e) != 1:
+            self.conds.append(Cond("unknown", text=str(e)))
+            return
+        (k, v), = e.items()
+        if k == "match" and isinstance(v, dict):
+            self.conds.extend(_jmatch(v, self.sets))
+        elif k in _VERDICTS:
+            self.verdict = _jverdict(k)
+            if k in ("jump", "goto") and isinstance(v, dict):
+                self.target = str(v.get("target"))
+        elif k == "vmap":
+            self.vmap = _jvmap(v, self.sets)
+        elif k == "xt" and isinstance(v, dict):
+            self.xt(v, e)
+        elif k not in _NOOP:  # limit, and anything else: cannot tell
+            self.conds.append(Cond("unknown", text=json.dumps(e, sort_keys=True)))
+
+    def xt(self, v: dict[str, Any], e: dict[str, Any]) -> None:
+        """An iptables-nft extension nft cannot translate: a comment is nothing, a target
+        (REJECT, LOG ...) a verdict, a match unknown."""
+        if v.get("type") == "match" and v.get("name") == "comment":
+            return
+        if v.get("type") == "target":
+            name = str(v.get("name", ""))
+            self.verdict = _XT_VERDICTS.get(name,
+                                            None if name in _XT_NOOP_TARGETS else "maybe")
+            return
+        self.conds.append(Cond("unknown", text=json.dumps(e, sort_keys=True)))
+
+    def rules(self, source: str, text: str) -> list[Rule]:
+        """The rule, or one per verdict map entry."""
+        if self.vmap is None:
+            return [Rule(tuple(self.conds), self.verdict, self.target, source, None, text)]
+        return [Rule(tuple(self.conds + mconds), mverdict, mtarget, source, None, text)
+                for mconds, mverdict, mtarget in self.vmap]
+
+
+def _jvmap(v: Any, sets: dict[str, list[Any]]) -> list[_VmapEntry]:
+    """The entries of an anonymous verdict map; a named map (``@name``) cannot be told."""
+    data = v.get("data") if isinstance(v, dict) else None
+    if not (isinstance(data, dict) and isinstance(data.get("set"), list)):
+        return [([Cond("unknown", text="vmap")], "maybe", None)]
+    return [_jvmap_entry(item, v.get("key"), sets) for item in data["set"]]
+
+
+def _jvmap_entry(item: Any, key: Any, sets: dict[str, list[Any]]) -> _VmapEntry:
+    if not (isinstance(item, list) and len(item) == 2
+            and isinstance(item[1], dict) and len(item[1]) == 1):
+        return [Cond("unknown", text="vmap")], "maybe", None
+    (vk, vv), = item[1].items()
+    target = str(vv.get("target")) if isinstance(vv, dict) and vk in ("jump", "goto") else None
+    verdict = _jverdict(vk) if vk in _VERDICTS else "maybe"
+    return _jmatch({"op": "==", "left": key, "right": item[0]}, sets), verdict, target
 
 
 def _jvalue_text(v: Any) -> str:
@@ -288,27 +362,31 @@ def _jshow(e: Any) -> str:
         return json.dumps(e, sort_keys=True)
     (k, v), = e.items()
     if k == "match" and isinstance(v, dict):
-        left = v.get("left")
-        ltxt = json.dumps(left, sort_keys=True)
-        if isinstance(left, dict) and len(left) == 1:
-            (lk, lv), = left.items()
-            if isinstance(lv, dict):
-                ltxt = f"{lv.get('protocol')} {lv.get('field')}" if lk == "payload" \
-                    else f"{lk} {lv.get('key')}"
-        op = v.get("op", "==")
-        return f"{ltxt} {'' if op in ('==', 'in') else op + ' '}{_jvalue_text(v.get('right'))}"
+        return _jshow_match(v)
     if k in ("jump", "goto") and isinstance(v, dict):
         return f"{k} {v.get('target')}"
     if k == "vmap" and isinstance(v, dict):
-        data = v.get("data", {}).get("set", []) if isinstance(v.get("data"), dict) else []
-        body = ", ".join(f"{_jvalue_text(i[0])} : {_jshow(i[1])}" for i in data
+        data = v["data"].get("set") if isinstance(v.get("data"), dict) else None
+        body = ", ".join(f"{_jvalue_text(i[0])} : {_jshow(i[1])}"
+                         for i in (data if isinstance(data, list) else ())
                          if isinstance(i, list) and len(i) == 2)
-        return f"{_jshow({'match': {'left': v.get('key'), 'right': ''}}).strip()} vmap {{ {body} }}"
+        return f"{_jshow_match({'left': v.get('key'), 'right': ''}).strip()} vmap {{ {body} }}"
     if k == "xt" and isinstance(v, dict):
         return f"xt {v.get('type')} {v.get('name')}"
-    if v is None:
-        return k
     return k
+
+
+def _jshow_match(v: dict[str, Any]) -> str:
+    """``tcp dport { 22, 80 }``, ``meta iifname != "eth0"``."""
+    left = v.get("left")
+    ltxt = json.dumps(left, sort_keys=True)
+    if isinstance(left, dict) and len(left) == 1:
+        (lk, lv), = left.items()
+        if isinstance(lv, dict):
+            ltxt = f"{lv.get('protocol')} {lv.get('field')}" if lk == "payload" \
+                else f"{lk} {lv.get('key')}"
+    op = v.get("op", "==")
+    return f"{ltxt} {'' if op in ('==', 'in') else f'{op} '}{_jvalue_text(v.get('right'))}"
 
 
 # ================================================================= text: tokens
@@ -355,45 +433,54 @@ def _expand(toks: list[Tok], resolve: Resolver | None, depth: int,
     i = 0
     while i < len(toks):
         t = toks[i]
-        if t.kind == "word" and t.value == "include" and i + 1 < len(toks) \
-                and toks[i + 1].kind == "str":
-            pattern = toks[i + 1].value
+        word = t.value if t.kind == "word" and i + 1 < len(toks) else ""
+        if word == "include" and toks[i + 1].kind == "str":
+            yield from _include(t, toks[i + 1].value, resolve, depth, defines)
             i += 2
-            if depth >= MAX_INCLUDE_DEPTH:
-                raise ParseError("include nested too deeply", line=t.line, source=t.file)
-            if resolve is None:
-                raise ParseError(f"include {pattern!r} cannot be followed", line=t.line,
-                                 source=t.file)
-            for path, text in resolve(pattern, t.file):
-                yield from _expand(tokenize(text, path), resolve, depth + 1, defines)
-                yield Tok("\n", "nl", path, 0)
-            continue
-        if t.kind == "word" and t.value in ("define", "redefine") and i + 1 < len(toks):
-            name = toks[i + 1].value
-            j = i + 2
-            if j < len(toks) and toks[j].value == "=":
-                j += 1
-            value: list[Tok] = []
-            level = 0
-            while j < len(toks):
-                tj = toks[j]
-                if tj.value == "{":
-                    level += 1
-                elif tj.value == "}":
-                    level -= 1
-                elif level <= 0 and (tj.kind == "nl" or tj.value == ";"):
-                    break
-                value.append(tj)
-                j += 1
-            defines[name] = [v2 for v in value for v2 in _subst(v, defines)]
-            i = j
-            continue
-        if t.kind == "word" and t.value == "undefine" and i + 1 < len(toks):
+        elif word in ("define", "redefine"):
+            i = _define(toks, i, defines)
+        elif word == "undefine":
             defines.pop(toks[i + 1].value, None)
             i += 2
-            continue
-        yield from _subst(t, defines)
-        i += 1
+        else:
+            yield from _subst(t, defines)
+            i += 1
+
+
+def _include(t: Tok, pattern: str, resolve: Resolver | None, depth: int,
+             defines: dict[str, list[Tok]]) -> Iterator[Tok]:
+    """The tokens of the files ``include "pattern"`` (at ``t``) names, expanded in turn."""
+    if depth >= MAX_INCLUDE_DEPTH:
+        raise ParseError("include nested too deeply", line=t.line, source=t.file)
+    if resolve is None:
+        raise ParseError(f"include {pattern!r} cannot be followed", line=t.line,
+                         source=t.file)
+    for path, text in resolve(pattern, t.file):
+        yield from _expand(tokenize(text, path), resolve, depth + 1, defines)
+        yield Tok("\n", "nl", path, 0)
+
+
+def _define(toks: list[Tok], i: int, defines: dict[str, list[Tok]]) -> int:
+    """Record ``define NAME = VALUE`` at ``toks[i]`` (the value ends at a newline or ``;``
+    outside braces); the index after it."""
+    name = toks[i + 1].value
+    j = i + 2
+    if j < len(toks) and toks[j].value == "=":
+        j += 1
+    value: list[Tok] = []
+    level = 0
+    while j < len(toks):
+        tj = toks[j]
+        if tj.value == "{":
+            level += 1
+        elif tj.value == "}":
+            level -= 1
+        elif level <= 0 and (tj.kind == "nl" or tj.value == ";"):
+            break
+        value.append(tj)
+        j += 1
+    defines[name] = [v2 for v in value for v2 in _subst(v, defines)]
+    return j
 
 
 def _subst(t: Tok, defines: dict[str, list[Tok]]) -> list[Tok]:
@@ -480,39 +567,49 @@ class _Parser:
         return "ip", words[start:]
 
     def command(self) -> None:
+        """One top-level command: a ``table`` block, ``add chain``/``add rule``, or another
+        command (``flush``, ``delete``, ``add element``...)."""
         t = self.peek()
         assert t is not None
         v = t.value
-        if v == "table" or (v in ("add", "create") and (n := self.peek(1)) is not None
-                            and n.value == "table"):
+        n = self.peek(1)
+        if v == "table" or (v in ("add", "create") and n is not None and n.value == "table"):
             if v != "table":
                 self.take()
             self.table()
-            return
-        if v in ("add", "create", "insert") and (n := self.peek(1)) is not None \
+        elif v in ("add", "create", "insert") and n is not None \
                 and n.value in ("chain", "rule"):
-            self.take()
-            self.take()
-            words = self.statement(block_ends=n.value == "chain")
-            fam, rest = self._family_name(words, 0)
-            if len(rest) < 2:
-                raise self.err(f"{v} {n.value}: table and chain expected", t)
-            table, name = rest[0].value, rest[1].value
-            if n.value == "chain":
-                chain = self.rs.add(Chain(fam, table, name, source=t.file, line=t.line))
-                body = rest[2:]
-                if body and body[0].value == "{":
-                    self.chain_body(chain, _Parser(body[1:-1], self.source))
-            else:
-                chain = self.rs.chains.get((fam, table, name))
-                if chain is None:
-                    raise self.err(f"rule for unknown chain {fam} {table} {name}", t)
-                rules = self.rules(rest[2:], t, chain)
-                if v == "insert":
-                    chain.rules[0:0] = rules
-                else:
-                    chain.rules.extend(rules)
+            self.add_chain_or_rule(t, n)
+        else:
+            self.other_command(v)
+
+    def add_chain_or_rule(self, t: Tok, n: Tok) -> None:
+        """``add|create chain [FAMILY] TABLE NAME [{ ... }]`` or ``add|insert rule [FAMILY]
+        TABLE CHAIN ...`` (``t`` the verb, ``n`` the object)."""
+        self.take()
+        self.take()
+        words = self.statement(block_ends=n.value == "chain")
+        fam, rest = self._family_name(words, 0)
+        if len(rest) < 2:
+            raise self.err(f"{t.value} {n.value}: table and chain expected", t)
+        table, name = rest[0].value, rest[1].value
+        if n.value == "chain":
+            chain = self.rs.add(Chain(fam, table, name, source=t.file, line=t.line))
+            body = rest[2:]
+            if body and body[0].value == "{":
+                self.chain_body(chain, _Parser(body[1:-1], self.source))
             return
+        target = self.rs.chains.get((fam, table, name))
+        if target is None:
+            raise self.err(f"rule for unknown chain {fam} {table} {name}", t)
+        rules = self.rules(rest[2:], t, target)
+        if t.value == "insert":
+            target.rules[0:0] = rules
+        else:
+            target.rules.extend(rules)
+
+    def other_command(self, v: str) -> None:
+        """A command that is not a table block nor adds a chain or rule."""
         words = self.statement(block_ends=True)
         if not words:
             raise self.err(f"unexpected {v!r}")
@@ -552,6 +649,7 @@ class _Parser:
                     del self.rs.chains[key]
 
     def table(self) -> None:
+        """``table [FAMILY] NAME`` and its block, if it has one."""
         t = self.expect("table")
         words: list[Tok] = []
         while (n := self.peek()) is not None and n.value != "{" and n.kind != "nl" \
@@ -560,10 +658,14 @@ class _Parser:
         if not words:
             raise self.err("table name expected", t)
         fam = words[0].value if len(words) > 1 and words[0].value in FAMILIES else "ip"
-        name = words[-1].value
-        if self.peek() is None or self.peek().value != "{":  # type: ignore[union-attr]
+        n = self.peek()
+        if n is None or n.value != "{":
             return  # "add table inet x" without a body
         self.take()
+        self.table_body(fam, words[-1].value, t)
+
+    def table_body(self, fam: str, name: str, t: Tok) -> None:
+        """The chains and sets of table ``fam name`` up to its closing brace."""
         while True:
             self.skip_seps()
             n = self.peek()
@@ -672,141 +774,177 @@ class _Parser:
         return out
 
     def rule(self, words: list[Tok], at: Tok, chain: Chain | None = None) -> Rule:
-        conds: list[Cond] = []
-        verdict: str | None = None
-        target: str | None = None
-        fam_table = (chain.family, chain.table) if chain else None
+        """One rule (its words, ``at`` the token it starts at); a DNAT/REDIRECT rule of
+        ``chain`` is recorded too."""
         w = [x for x in words if x.kind != "nl"]
         text = " ".join(_show(x) for x in w)
         if chain is not None and any(x.value in ("dnat", "redirect") for x in w):
             self.dnat.append(f"{chain.describe()}: {text} ({at.file.lstrip('/')}:{at.line})")
+        family, table = (chain.family, chain.table) if chain is not None else ("", "")
+        return _RuleReader(w, at, text,
+                           lambda name: self.sets.get((family, table, name))).read()
+
+
+_STATEMENT_OPTIONS = {"counter": ("packets", "bytes", "name"),
+                      "log": ("prefix", "level", "group", "snaplen", "queue-threshold",
+                              "flags")}
+"""Statements that do not decide, with the options (each taking a value) that follow."""
+
+
+class _RuleReader:
+    """The words of one rule read into conditions and a verdict: matches on interfaces,
+    conntrack state, protocols, ports and addresses; anything else is an ``unknown``
+    condition (the evaluator then answers "maybe")."""
+
+    def __init__(self, w: list[Tok], at: Tok, text: str,
+                 named_set: Callable[[str], list[str] | None]) -> None:
+        self.w = w
+        self.at = at
+        self.text = text
+        self.named_set = named_set
+        self.conds: list[Cond] = []
+        self.verdict: str | None = None
+        self.target: str | None = None
+
+    def read(self) -> Rule:
+        """The rule, word by word."""
         i = 0
+        while i < len(self.w):
+            v = self.w[i].value
+            nxt = self.w[i + 1].value if i + 1 < len(self.w) else ""
+            after = self.statement(v, nxt, i)
+            i = after if after is not None else self.match(v, nxt, i)
+        return Rule(tuple(self.conds), self.verdict, self.target, self.at.file, self.at.line,
+                    self.text)
 
-        def values(j: int) -> tuple[list[str], bool, int]:
-            """Optional operator then a value, a comma list, a { set } or @set."""
-            negate = False
-            if j < len(w) and w[j].value in ("==", "!=", "eq", "ne"):
-                negate = w[j].value in ("!=", "ne")
-                j += 1
-            if j >= len(w):
-                raise self.err("value expected", at)
-            if w[j].value == "{":
-                level, k, items = 0, j, []
-                while k < len(w):
-                    if w[k].value == "{":
-                        level += 1
-                    elif w[k].value == "}":
-                        level -= 1
-                        if level == 0:
-                            break
-                    elif w[k].value != ",":
-                        items.append(w[k].value)
-                    k += 1
-                return items, negate, k + 1
-            if w[j].value.startswith("@"):
-                key = (*(fam_table or ("", "")), w[j].value[1:])
-                got = self.sets.get(key)  # type: ignore[arg-type]
-                return (got if got is not None else ["@"]), negate, j + 1
-            items = [w[j].value]
+    def statement(self, v: str, nxt: str, i: int) -> int | None:
+        """A verdict or a statement that matches nothing (counter, log, comment) at word
+        ``i``: the index after it; ``None`` for a match."""
+        if v in ("accept", "drop", "return"):
+            self.verdict = v
+            return i + 1
+        if v in ("reject", "queue"):
+            self.verdict = "reject" if v == "reject" else "maybe"
+            return len(self.w)  # "with icmpx type ..." / queue options follow
+        if v in ("jump", "goto") and nxt:
+            self.verdict, self.target = v, nxt
+            return i + 2
+        if v == "continue":
+            return i + 1
+        if v in _STATEMENT_OPTIONS:
+            i += 1
+            while i + 1 < len(self.w) and self.w[i].value in _STATEMENT_OPTIONS[v]:
+                i += 2
+            return i
+        if v == "comment":
+            return i + 2
+        if v == "meta" and nxt in _META_KINDS:
+            return i + 1  # "meta iifname" is "iifname"
+        return None
+
+    def match(self, v: str, nxt: str, i: int) -> int:
+        """The match at word ``i``: its condition(s) added, the index after it."""
+        if v in _META_KINDS:
+            vals, neg, i = self.values(i + 1)
+            self.conds.append(Cond(_META_KINDS[v], tuple(vals), neg, text=self.text))
+            return i
+        if v == "ct" and nxt == "state":
+            vals, neg, i = self.values(i + 2)
+            self.conds.append(Cond("ct", tuple(vals), neg, text=self.text))
+            return i
+        if v in _PROTO_OF and nxt:
+            return self.l4(_PROTO_OF[v], nxt, i)
+        if v in ("ip", "ip6") and nxt:
+            return self.l3(v, nxt, i)
+        if v in ("icmp", "icmpv6"):
+            self.conds.append(Cond("proto", ("icmp",) if v == "icmp" else ("ipv6-icmp",),
+                                   text=self.text))
+            return self.skip_value(i + 2)
+        # limit, oif, meta mark, tcp option, set statements ...: cannot model
+        self.conds.append(Cond("unknown", text=self.text))
+        i += 1
+        while i < len(self.w) and self.w[i].value not in _VERDICTS_T:
+            i += 1
+        return i
+
+    def l4(self, protos: tuple[str, ...], nxt: str, i: int) -> int:
+        """``tcp dport ...`` (a value, a set or a comparison) or another ``tcp`` field."""
+        w = self.w
+        if nxt == "dport" and i + 3 < len(w) and w[i + 2].value in _CMP \
+                and w[i + 3].value.isdigit():
+            n = to_int(w[i + 3].value, what="port", source=w[i + 3].file, line=w[i + 3].line)
+            self.conds.append(Cond("dport", protos, False, (_CMP[w[i + 2].value](n),),
+                                   self.text))
+            return i + 4
+        if nxt == "dport":
+            vals, neg, i = self.values(i + 2)
+            self.conds.append(Cond("dport", protos, neg, None, self.text) if vals == ["@"]
+                              else _dport(protos, list(vals), neg, self.text))
+            return i
+        if protos:
+            self.conds.append(Cond("proto", protos, text=self.text))
+        if nxt != "flags":
+            self.conds.append(Cond("unknown", text=self.text))
+        return self.values(i + 2)[2] if i + 2 < len(w) else len(w)
+
+    def l3(self, v: str, nxt: str, i: int) -> int:
+        """``ip saddr ...``, ``ip6 nexthdr ...`` or another ``ip``/``ip6`` field."""
+        self.conds.append(Cond("family", ("ipv4",) if v == "ip" else ("ipv6",),
+                               text=self.text))
+        if nxt in ("saddr", "daddr", "protocol", "nexthdr"):
+            vals, neg, i = self.values(i + 2)
+            kind = "proto" if nxt in ("protocol", "nexthdr") else nxt
+            self.conds.append(Cond(kind, tuple(vals), neg, text=self.text))
+            return i
+        self.conds.append(Cond("unknown", text=self.text))
+        return self.skip_value(i + 2)
+
+    def skip_value(self, i: int) -> int:
+        """Past the value at word ``i``, if one is there (not a verdict or statement)."""
+        if i < len(self.w) and self.w[i].value not in _VERDICTS_T:
+            return self.values(i)[2]
+        return i
+
+    def values(self, j: int) -> tuple[list[str], bool, int]:
+        """An optional operator then a value, a comma list, a ``{ set }`` or ``@set`` at
+        word ``j``: (values, negated, the index after them).  A named set that is not
+        known is ``["@"]``."""
+        w = self.w
+        negate = False
+        if j < len(w) and w[j].value in ("==", "!=", "eq", "ne"):
+            negate = w[j].value in ("!=", "ne")
             j += 1
-            while j + 1 < len(w) and w[j].value == ",":
-                items.append(w[j + 1].value)
-                j += 2
+        if j >= len(w):
+            raise ParseError("value expected", line=self.at.line, source=self.at.file)
+        if w[j].value == "{":
+            items, j = self.braced(j)
             return items, negate, j
+        if w[j].value.startswith("@"):
+            got = self.named_set(w[j].value[1:])
+            return (got if got is not None else ["@"]), negate, j + 1
+        items = [w[j].value]
+        j += 1
+        while j + 1 < len(w) and w[j].value == ",":
+            items.append(w[j + 1].value)
+            j += 2
+        return items, negate, j
 
-        while i < len(w):
-            v = w[i].value
-            nxt = w[i + 1].value if i + 1 < len(w) else ""
-            if v in ("accept", "drop", "return"):
-                verdict = v
-                i += 1
-            elif v == "reject":
-                verdict = "reject"
-                i = len(w)  # "with icmpx type ..." follows
-            elif v in ("jump", "goto") and nxt:
-                verdict, target = v, nxt
-                i += 2
-            elif v in ("continue",):
-                i += 1
-            elif v in ("queue",):
-                verdict = "maybe"
-                i = len(w)
-            elif v == "counter":
-                i += 1
-                while i + 1 < len(w) and w[i].value in ("packets", "bytes", "name"):
-                    i += 2
-            elif v == "log":
-                i += 1
-                while i + 1 < len(w) and w[i].value in ("prefix", "level", "group", "snaplen",
-                                                         "queue-threshold", "flags"):
-                    i += 2
-            elif v == "comment":
-                i += 2
-            elif v == "meta" and nxt in ("iif", "iifname", "l4proto", "nfproto"):
-                i += 1
-                continue
-            elif v in ("iif", "iifname"):
-                vals, neg, i = values(i + 1)
-                conds.append(Cond("iif", tuple(vals), neg, text=text))
-            elif v == "ct" and nxt == "state":
-                vals, neg, i = values(i + 2)
-                conds.append(Cond("ct", tuple(vals), neg, text=text))
-            elif v == "l4proto":
-                vals, neg, i = values(i + 1)
-                conds.append(Cond("proto", tuple(vals), neg, text=text))
-            elif v == "nfproto":
-                vals, neg, i = values(i + 1)
-                conds.append(Cond("family", tuple(vals), neg, text=text))
-            elif v in _PROTO_OF and nxt:
-                if nxt == "dport" and i + 3 < len(w) and w[i + 2].value in _CMP \
-                        and w[i + 3].value.isdigit():
-                    n = to_int(w[i + 3].value, what="port", source=w[i + 3].file,
-                               line=w[i + 3].line)
-                    conds.append(Cond("dport", _PROTO_OF[v], False,
-                                      (_CMP[w[i + 2].value](n),), text))
-                    i += 4
-                elif nxt == "dport":
-                    vals, neg, i = values(i + 2)
-                    if vals == ["@"]:
-                        conds.append(Cond("dport", _PROTO_OF[v], neg, None, text))
-                    else:
-                        conds.append(_dport(_PROTO_OF[v], list(vals), neg, text))
-                else:
-                    if _PROTO_OF[v]:
-                        conds.append(Cond("proto", _PROTO_OF[v], text=text))
-                    if nxt != "flags":
-                        conds.append(Cond("unknown", text=text))
-                    _vals, _neg, i = values(i + 2) if i + 2 < len(w) else ([], False, len(w))
-            elif v in ("ip", "ip6") and nxt:
-                conds.append(Cond("family", ("ipv4",) if v == "ip" else ("ipv6",), text=text))
-                if nxt in ("saddr", "daddr", "protocol", "nexthdr"):
-                    vals, neg, i = values(i + 2)
-                    kind = "proto" if nxt in ("protocol", "nexthdr") else nxt
-                    conds.append(Cond(kind, tuple(vals), neg, text=text))
-                else:
-                    conds.append(Cond("unknown", text=text))
-                    i += 2
-                    if i < len(w) and w[i].value not in _VERDICTS_T:
-                        _v, _n, i = values(i)
-            elif v in ("icmp", "icmpv6"):
-                conds.append(Cond("proto", ("icmp",) if v == "icmp" else ("ipv6-icmp",),
-                                  text=text))
-                i += 2
-                if i < len(w) and w[i].value not in _VERDICTS_T:
-                    _v, _n, i = values(i)
-            else:
-                # limit, oif, meta mark, tcp option, set statements ...: cannot model
-                conds.append(Cond("unknown", text=text))
-                i += 1
-                while i < len(w) and w[i].value not in _VERDICTS_T:
-                    i += 1
-        return Rule(tuple(conds), verdict, target, at.file, at.line, text)
+    def braced(self, j: int) -> tuple[list[str], int]:
+        """The items of the ``{ ... }`` at word ``j`` and the index after its brace."""
+        w = self.w
+        level, k, items = 0, j, []
+        while k < len(w):
+            if w[k].value == "{":
+                level += 1
+            elif w[k].value == "}":
+                level -= 1
+                if level == 0:
+                    break
+            elif w[k].value != ",":
+                items.append(w[k].value)
+            k += 1
+        return items, k + 1
 
-
-_CMP = {"<": lambda n: (0, n - 1), "lt": lambda n: (0, n - 1), "<=": lambda n: (0, n),
-        "le": lambda n: (0, n), ">": lambda n: (n + 1, 65535), "gt": lambda n: (n + 1, 65535),
-        ">=": lambda n: (n, 65535), "ge": lambda n: (n, 65535)}
-"""Port comparisons (``tcp dport < 1024``) as ranges."""
 
 _VERDICTS_T = ("accept", "drop", "reject", "return", "jump", "goto", "queue", "continue",
                "counter", "log", "comment")

@@ -1,1 +1,2 @@
-"""Installed packages: dpkg and rpm databases, apt configuration and lists."""
+"""Installed packages: dpkg and rpm databases, apt configuration and lists, pending
+security updates, dnf-automatic."""

@@ -7,9 +7,13 @@ Format: deb822 stanzas separated by blank lines; ``Package``, ``Status``, ``Vers
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from aiaudit.core.errors import ParseError
 from aiaudit.core.parsing import MAX_INT_DIGITS
+
+if TYPE_CHECKING:
+    from debian.debian_support import Version
 
 
 def split_stanzas(text: str) -> list[str]:
@@ -82,22 +86,34 @@ def stanzas_containing(text: str, hints: tuple[str, ...], max_hits: int | None =
             hits += 1
             if max_hits is not None and hits > max_hits:
                 return None
-            start = text.rfind("\n", 0, pos) + 1  # the line of the hit: not blank
-            while start > 0:
-                prev = text.rfind("\n", 0, start - 1) + 1
-                if prev > 0 and not text[prev:start - 1].strip():
-                    break  # a blank line after a line feed: the separator ends here
-                start = prev
-            end = text.find("\n", pos)
-            while end >= 0:
-                nxt = text.find("\n", end + 1)
-                if nxt >= 0 and not text[end + 1:nxt].strip():
-                    break  # a blank line ending in a line feed: the separator starts here
-                end = nxt
-            stop = len(text) if end < 0 else end
+            start, stop = _stanza_start(text, pos), _stanza_stop(text, pos)
             found.setdefault(start, text[start:stop])
             pos = text.find(h, stop)
     return [found[k] for k in sorted(found)]
+
+
+def _stanza_start(text: str, pos: int) -> int:
+    """Where the stanza around ``pos`` (not on a blank line) starts: after the last
+    separator line before it (a blank line after a line feed), or at 0."""
+    start = text.rfind("\n", 0, pos) + 1  # the line of the hit: not blank
+    while start > 0:
+        prev = text.rfind("\n", 0, start - 1) + 1
+        if prev > 0 and not text[prev:start - 1].strip():
+            break  # a blank line after a line feed: the separator ends here
+        start = prev
+    return start
+
+
+def _stanza_stop(text: str, pos: int) -> int:
+    """Where the stanza around ``pos`` ends: at the line feed before the next blank line
+    that ends in a line feed, or at the end of ``text``."""
+    end = text.find("\n", pos)
+    while end >= 0:
+        nxt = text.find("\n", end + 1)
+        if nxt >= 0 and not text[end + 1:nxt].strip():
+            break  # a blank line ending in a line feed: the separator starts here
+        end = nxt
+    return len(text) if end < 0 else end
 
 
 def index_stanzas(stanzas: list[str]) -> tuple[dict[str, list[int]], list[int]]:
@@ -175,8 +191,9 @@ def version_tuple(version: str) -> tuple[int, ...]:
     return tuple(out)
 
 
-def version_key(v: str) -> object:
-    """A sort key ordering Debian versions as dpkg does (python-debian)."""
+def version_key(v: str) -> Version:
+    """A sort key ordering Debian versions as dpkg does (python-debian, imported on first
+    use); a string that is no Debian version raises :class:`ValueError`."""
     from debian.debian_support import Version
 
     return Version(v)

@@ -28,6 +28,7 @@ the real module (``tests/oracle``):
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import field
 from typing import Callable, Iterable, Mapping
@@ -228,7 +229,7 @@ class Subject:
 
 @record
 class Variant:
-    """Which pam_limits build decides (see :func:`aiaudit.checks` variant detection)."""
+    """Which pam_limits build decides (see :mod:`aiaudit.linux.pam_limits.build`)."""
 
     debian_root: bool = False
     """Debian patch 027: ``*``/``@group``/``%`` lines skip uid 0."""
@@ -304,7 +305,8 @@ def _nolimits_match(line: Line, who: Subject) -> bool | None:
     if d == who.name:
         return True
     if d.startswith("@"):
-        return _match(line, who)[1]  # type: ignore[index]
+        m = _match(line, who)  # never None for an '@' domain
+        return m[1] if m is not None else None
     if line.range_kind == "none":
         return False  # "* -" and "% -" are ignored
     # any other ranged domain (even "%:1000") is compared with the uid, as the module does
@@ -324,7 +326,7 @@ def decide(files: Iterable[tuple[str, list[Line] | str]], who: Subject,
     ``set_all``: from /proc/1/limits) or ``NONE`` (inherited; left alone when no line sets
     it).
     """
-    wanted = set(items)
+    wanted = frozenset(items)
     cur: dict[str, list[Side]] = {i: list(start[i]) for i in wanted if i in start}
     dec = Decision()
     for path, lines in files:
@@ -339,53 +341,8 @@ def decide(files: Iterable[tuple[str, list[Line] | str]], who: Subject,
                 elif m:
                     dec.status, dec.nolimits_line = "nolimits", ln
                     return dec
-                continue
-            if ln.kind != "limit":
-                continue
-            if variant.debian_root and who.uid == 0:
-                mt = _match_debian_root(ln, who)
-                if mt is None:
-                    if ln.item in wanted and _match(ln, who) not in (None, (USER, False)):
-                        dec.ignored.append((ln, "Debian: only lines naming root or a uid "
-                                                "range apply to root"))
-                    continue
-            else:
-                mt = _match(ln, who)
-            if mt is None:
-                continue
-            rank, ok = mt
-            if ok is None:
-                if ln.item in wanted:
-                    dec.uncertain.append(ln)
-                continue
-            if not ok:
-                continue
-            if ln.item not in wanted:
-                continue
-            if ln.type not in ("soft", "hard", "-"):
-                dec.ignored.append((ln, f"unknown type {ln.type!r}"))
-                continue
-            v = parse_value(ln.item, ln.value, nr_open=variant.nr_open)
-            if v is None:
-                dec.ignored.append((ln, f"wrong limit value {ln.value!r}"))
-                continue
-            if rank in (ALL, ALLGROUP):
-                dec.ignored.append((ln, "'%' domains apply to maxlogins only"))
-                continue
-            sides = cur.setdefault(ln.item, [Side(RLIM_INFINITY, NONE),
-                                             Side(RLIM_INFINITY, NONE)])
-            if ln.type in ("soft", "-"):
-                if sides[0].rank < rank:
-                    dec.ignored.append((ln, f"soft side already set by a "
-                                            f"{RANK_NAMES[sides[0].rank]} entry"))
-                    continue  # returns for the whole line: the hard side is untouched
-                sides[0] = Side(v, rank, ln)
-            if ln.type in ("hard", "-"):
-                if sides[1].rank < rank:
-                    dec.ignored.append((ln, f"hard side already set by a "
-                                            f"{RANK_NAMES[sides[1].rank]} entry"))
-                    continue
-                sides[1] = Side(v, rank, ln)
+            elif ln.kind == "limit":
+                _limit_line(ln, who, variant, wanted, cur, dec)
     for item, (soft, hard) in cur.items():
         if soft.rank == NONE and hard.rank == NONE:
             continue
@@ -393,6 +350,61 @@ def decide(files: Iterable[tuple[str, list[Line] | str]], who: Subject,
             soft = Side(hard.value, soft.rank, hard.line, True, soft.line)
         dec.limits[item] = (soft, hard)
     return dec
+
+
+def _limit_line(ln: Line, who: Subject, variant: Variant, wanted: frozenset[str],
+                cur: dict[str, list[Side]], dec: Decision) -> None:
+    """``process_limit`` for one limit line (``parse_config_file`` decided it applies)."""
+    rank = _applies(ln, who, variant, wanted, dec)
+    if rank is None:
+        return
+    if ln.type not in ("soft", "hard", "-"):
+        dec.ignored.append((ln, f"unknown type {ln.type!r}"))
+        return
+    v = parse_value(ln.item, ln.value, nr_open=variant.nr_open)
+    if v is None:
+        dec.ignored.append((ln, f"wrong limit value {ln.value!r}"))
+        return
+    if rank in (ALL, ALLGROUP):
+        dec.ignored.append((ln, "'%' domains apply to maxlogins only"))
+        return
+    sides = cur.setdefault(ln.item, [Side(RLIM_INFINITY, NONE), Side(RLIM_INFINITY, NONE)])
+    for idx, name, types in ((0, "soft", ("soft", "-")), (1, "hard", ("hard", "-"))):
+        if ln.type not in types:
+            continue
+        if sides[idx].rank < rank:
+            # returns for the whole line: a lost soft side leaves the hard side untouched
+            dec.ignored.append((ln, f"{name} side already set by a "
+                                    f"{RANK_NAMES[sides[idx].rank]} entry"))
+            return
+        sides[idx] = Side(v, rank, ln)
+
+
+def _applies(ln: Line, who: Subject, variant: Variant, wanted: frozenset[str],
+             dec: Decision) -> int | None:
+    """The rank at which limit line ``ln`` applies to ``who`` for a wanted item, or
+    ``None`` (recording the lines Debian's root rule drops and those whose match is
+    unknown)."""
+    mt: tuple[int, bool | None] | None
+    if variant.debian_root and who.uid == 0:
+        mt = _match_debian_root(ln, who)
+        if mt is None:
+            if ln.item in wanted and _match(ln, who) not in (None, (USER, False)):
+                dec.ignored.append((ln, "Debian: only lines naming root or a uid "
+                                        "range apply to root"))
+            return None
+    else:
+        mt = _match(ln, who)
+    if mt is None:
+        return None
+    rank, ok = mt
+    if ok is None:
+        if ln.item in wanted:
+            dec.uncertain.append(ln)
+        return None
+    if not ok or ln.item not in wanted:
+        return None
+    return rank
 
 
 def fmt(value: int | None, item: str = "") -> str:
@@ -406,6 +418,31 @@ def fmt(value: int | None, item: str = "") -> str:
             if value % size == 0:
                 return f"{value // size} {unit}"
     return str(value)
+
+
+def rlimit_value(item: str, value: int | str) -> int:
+    """A value written in limits.conf units (a count; KiB for the size items, minutes for
+    ``cpu``; or ``unlimited``) as the rlimit it stands for (bytes, seconds, RLIM_INFINITY),
+    for comparing a policy's bound with :func:`decide`'s values."""
+    if value == "unlimited":
+        return RLIM_INFINITY
+    n = int(value)
+    if item in KIB_ITEMS:
+        return n * 1024
+    if item == "cpu":
+        return n * 60
+    return n
+
+
+def conf_units(item: str, value: int) -> int | float:
+    """An rlimit value as limits.conf writes it (KiB, minutes; ``inf`` for unlimited)."""
+    if value == RLIM_INFINITY:
+        return math.inf
+    if item in KIB_ITEMS:
+        return value // 1024
+    if item == "cpu":
+        return value // 60
+    return value
 
 
 # ---------------------------------------------------------------- other limit sources

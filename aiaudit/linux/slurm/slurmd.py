@@ -3,7 +3,7 @@
 slurmd (22.05, ``src/slurmd/slurmd/slurmd.c``; slurmd(8)) takes ``-f FILE`` first, else the
 ``SLURM_CONF`` environment variable, else the compiled-in ``/etc/slurm/slurm.conf``
 (``/etc/slurm-llnl`` on old Debian packages); it hands the file it uses to the prolog as
-``SLURM_CONF``.  ``tests/checks/test_limits_slurm.py`` checks this order against the real
+``SLURM_CONF``.  ``tests/linux/slurm/test_slurmd.py`` checks this order against the real
 slurmd.
 
 Live, the running slurmd's ``/proc/<pid>/cmdline`` and ``/proc/<pid>/environ`` decide.
@@ -120,6 +120,28 @@ def _choice(host: Host, pid: str | None) -> ConfChoice:
         return _default(host, f"{UNIT} cannot be read")
     if not unit.exists:
         return _default(host, f"no {UNIT}")
+    got_env = _unit_environment(host, unit)
+    if isinstance(got_env, str):
+        return _default(host, got_env)
+    env, origin = got_env
+    starts = unit.get_all("Service", "ExecStart")
+    argv = expand_exec(starts[-1].value, env) if starts else []
+    flag = flag_value(argv[1:])
+    if flag and flag.startswith("/"):
+        ev = [Evidence.file(starts[-1].file, starts[-1].line, f"ExecStart={starts[-1].value}")]
+        return ConfChoice(flag, f"-f {flag} on {UNIT}'s command line", tuple(ev))
+    conf = env.get("SLURM_CONF")
+    if conf and conf.startswith("/"):
+        return ConfChoice(conf, f"SLURM_CONF={conf} in {UNIT}'s environment",
+                          (origin["SLURM_CONF"],))
+    return _default(host, f"{UNIT} sets neither -f nor SLURM_CONF")
+
+
+def _unit_environment(host: Host, unit: systemd.Unit
+                      ) -> tuple[dict[str, str], dict[str, Evidence]] | str:
+    """The environment systemd starts the unit with (``Environment=``, an empty assignment
+    resetting it, then ``EnvironmentFile=`` files overriding it) and where each variable
+    comes from; or why systemd would not start it (a required file is missing)."""
     env: dict[str, str] = {}
     origin: dict[str, Evidence] = {}
     for a in unit.get_all("Service", "Environment"):
@@ -147,22 +169,12 @@ def _choice(host: Host, pid: str | None) -> ConfChoice:
             text = None
         if text is None:
             if not optional:  # systemd refuses to start the unit
-                return _default(host, f"{path} ({a.file}:{a.line}) is missing")
+                return f"{path} ({a.file}:{a.line}) is missing"
             continue
         for k, v in env_file(text).items():
             env[k] = v
             origin[k] = Evidence.file(path, None, f"{k}={v}")
-    starts = unit.get_all("Service", "ExecStart")
-    argv = expand_exec(starts[-1].value, env) if starts else []
-    flag = flag_value(argv[1:])
-    if flag and flag.startswith("/"):
-        ev = [Evidence.file(starts[-1].file, starts[-1].line, f"ExecStart={starts[-1].value}")]
-        return ConfChoice(flag, f"-f {flag} on {UNIT}'s command line", tuple(ev))
-    conf = env.get("SLURM_CONF")
-    if conf and conf.startswith("/"):
-        return ConfChoice(conf, f"SLURM_CONF={conf} in {UNIT}'s environment",
-                          (origin["SLURM_CONF"],))
-    return _default(host, f"{UNIT} sets neither -f nor SLURM_CONF")
+    return env, origin
 
 
 def _from_proc(host: Host, pid: str) -> ConfChoice | None:

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from dataclasses import field
 from typing import Callable, Iterator, Mapping, Sequence
 
 from aiaudit.core.errors import ParseError
@@ -638,13 +637,6 @@ class IncludeLine:
 
 
 # --------------------------------------------------------------------- file reading
-@record(frozen=False)
-class _File:
-    path: str
-    lines: list[tuple[int, str, list[tuple[str, int, list[str], str]]]] = field(
-        default_factory=list)
-
-
 Reader = Callable[[str], str]
 """``read(host_path) -> text``; raises ``OSError``-like errors for unreadable files."""
 Globber = Callable[[str], Sequence[str]]
@@ -700,65 +692,92 @@ def _validate(kw: Keyword, ln: _Line, path: str) -> tuple[str, tuple[str, ...]]:
         return " ".join(args), args
     if not args or args[0] == "":
         raise _err("missing argument.", path, n)
-    single = t in ("choice", "int", "time", "port", "str", "userenv", "maxstartups")
-    if single and len(args) > 1:
-        raise _err(f"keyword {kw.name} extra arguments at end of line", path, n)
-    a = args[0]
-    if t == "choice":
-        v = choice_value(kw, a)
-        if v is None:
-            raise _err(f'unsupported option "{a}".', path, n)
-        return v, args
-    if t == "int":
-        iv = strtonum(a, 0, _INT_MAX)
-        if iv is None:
-            raise _err(f"{kw.name.lower()} integer value invalid.", path, n)
-        return str(iv), args
-    if t == "time":
-        tv = convtime(a)
-        if tv < 0:
-            raise _err("invalid time value.", path, n)
-        return str(tv), args
-    if t == "maxstartups":
-        ms = max_startups(a)
-        if ms is None:
-            raise _err("Invalid MaxStartups spec.", path, n)
-        return ms, args
-    if t == "port":
-        p = a2port(a)
-        if p <= 0:
-            raise _err("Badly formatted port number.", path, n)
-        return str(p), args
+    single = _SINGLE.get(t)
+    if single is not None:
+        if len(args) > 1:
+            raise _err(f"keyword {kw.name} extra arguments at end of line", path, n)
+        return single(kw, args[0], path, n), args
+    return _list_value(kw, args, path, n), args
+
+
+def _choice(kw: Keyword, a: str, path: str, n: int) -> str:
+    v = choice_value(kw, a)
+    if v is None:
+        raise _err(f'unsupported option "{a}".', path, n)
+    return v
+
+
+def _int(kw: Keyword, a: str, path: str, n: int) -> str:
+    iv = strtonum(a, 0, _INT_MAX)
+    if iv is None:
+        raise _err(f"{kw.name.lower()} integer value invalid.", path, n)
+    return str(iv)
+
+
+def _time(_kw: Keyword, a: str, path: str, n: int) -> str:
+    tv = convtime(a)
+    if tv < 0:
+        raise _err("invalid time value.", path, n)
+    return str(tv)
+
+
+def _maxstartups(_kw: Keyword, a: str, path: str, n: int) -> str:
+    ms = max_startups(a)
+    if ms is None:
+        raise _err("Invalid MaxStartups spec.", path, n)
+    return ms
+
+
+def _port(_kw: Keyword, a: str, path: str, n: int) -> str:
+    p = a2port(a)
+    if p <= 0:
+        raise _err("Badly formatted port number.", path, n)
+    return str(p)
+
+
+def _userenv(_kw: Keyword, a: str, _path: str, _n: int) -> str:
+    # servconf.c sPermitUserEnvironment: yes/no (strcasecmp) or a pattern list
+    return a.lower() if a.lower() in ("yes", "no") else a
+
+
+def _str(kw: Keyword, a: str, _path: str, _n: int) -> str:
+    return absolute(derelativise(kw.opt, a)) if kw.opt in DERELATIVISED else a
+
+
+_SINGLE: Mapping[str, Callable[[Keyword, str, str, int], str]] = {
+    "choice": _choice, "int": _int, "time": _time, "maxstartups": _maxstartups,
+    "port": _port, "userenv": _userenv, "str": _str}
+"""Value types that take exactly one argument, and how each is read (or refused)."""
+
+
+def _list_value(kw: Keyword, args: tuple[str, ...], path: str, n: int) -> str:
+    """The value of a keyword that takes several arguments (``words``, ``envname``,
+    ``setenv``, ``subsystem``, ``listen``, ``authmethods``), or ParseError."""
+    t = kw.vtype
     if t == "authmethods":
-        # servconf.c sAuthenticationMethods, auth2.c auth2_methods_valid
-        if "any" in args and len(args) > 1:
-            raise _err('"any" must appear alone in AuthenticationMethods', path, n)
-        for lst in args:
-            if lst != "any" and any(m.split(":", 1)[0] not in AUTH_METHODS
-                                    for m in lst.split(",")):
-                raise _err("invalid authentication method list.", path, n)
-        return " ".join(args), args
-    if t == "userenv":
-        # servconf.c sPermitUserEnvironment: yes/no (strcasecmp) or a pattern list
-        return (a.lower() if a.lower() in ("yes", "no") else a), args
-    if t == "envname":
-        for x in args:
-            if "=" in x:
-                raise _err(f'Invalid environment name "{x}"', path, n)
-    if t == "setenv":
-        for x in args:
-            if "=" not in x:
-                raise _err("Invalid environment.", path, n)
-    if t == "subsystem":
-        if len(args) < 2:
-            raise _err("Missing subsystem command.", path, n)
-    if t == "listen":
-        return _validate_listen(kw, args, path, n), args
-    if t == "str" and kw.opt in DERELATIVISED:
-        return absolute(derelativise(kw.opt, a)), args
+        _check_authmethods(args, path, n)
+    elif t == "envname" and any("=" in x for x in args):
+        x = next(x for x in args if "=" in x)
+        raise _err(f'Invalid environment name "{x}"', path, n)
+    elif t == "setenv" and any("=" not in x for x in args):
+        raise _err("Invalid environment.", path, n)
+    elif t == "subsystem" and len(args) < 2:
+        raise _err("Missing subsystem command.", path, n)
+    elif t == "listen":
+        return _validate_listen(kw, args, path, n)
     if t in ("words", "envname") and any(x == "" for x in args):
         raise _err(f"empty {kw.name} pattern", path, n)
-    return " ".join(args), args
+    return " ".join(args)
+
+
+def _check_authmethods(args: tuple[str, ...], path: str, n: int) -> None:
+    """servconf.c sAuthenticationMethods, auth2.c auth2_methods_valid."""
+    if "any" in args and len(args) > 1:
+        raise _err('"any" must appear alone in AuthenticationMethods', path, n)
+    for lst in args:
+        if lst != "any" and any(m.split(":", 1)[0] not in AUTH_METHODS
+                                for m in lst.split(",")):
+            raise _err("invalid authentication method list.", path, n)
 
 
 def derelativise(opt: str, arg: str, cwd: str = DAEMON_CWD) -> str:
@@ -793,29 +812,10 @@ class ListenAddress:
 
 def parse_listen(args: Sequence[str]) -> ListenAddress | str:
     """``servconf.c sListenAddress``: the parsed line, or sshd's error message."""
-    arg = args[0]
-    if "[" not in arg and arg.count(":") >= 2:  # a bare IPv6 address
-        host, port = arg, 0
-    else:
-        if arg.startswith("["):
-            end = arg.find("]")
-            if end < 0:
-                return "bad address:port usage"
-            head, rest = arg[:end + 1], arg[end + 1:]
-            if rest and rest[0] != ":":
-                return "bad address:port usage"
-        else:
-            cut = min((i for i in (arg.find(":"), arg.find("/")) if i >= 0), default=len(arg))
-            head, rest = arg[:cut], arg[cut:]
-            if rest.startswith("/"):
-                return "bad address:port usage"
-        host = head[1:-1] if head.startswith("[") and head.endswith("]") else head
-        if rest:
-            port = a2port(rest[1:])
-            if port <= 0:
-                return "bad port number"
-        else:
-            port = 0
+    got = _listen_host_port(args[0])
+    if isinstance(got, str):
+        return got
+    host, port = got
     rdomain = None
     if len(args) > 1:
         if args[1] != "rdomain" or len(args) < 3:
@@ -826,6 +826,32 @@ def parse_listen(args: Sequence[str]) -> ListenAddress | str:
         if not rdomain or len(rdomain) > 15 or "/" in rdomain or rdomain in (".", ".."):
             return "bad routing domain"
     return ListenAddress(host, port, rdomain)
+
+
+def _listen_host_port(arg: str) -> tuple[str, int] | str:
+    """(host, port; 0 = every Port) of ``ADDR``, ``ADDR:PORT`` or ``[ADDR]:PORT``
+    (``put_host_port`` syntax, a bare IPv6 address has no port), or sshd's error."""
+    if "[" not in arg and arg.count(":") >= 2:  # a bare IPv6 address
+        return arg, 0
+    if arg.startswith("["):
+        end = arg.find("]")
+        if end < 0:
+            return "bad address:port usage"
+        head, rest = arg[:end + 1], arg[end + 1:]
+        if rest and rest[0] != ":":
+            return "bad address:port usage"
+    else:
+        cut = min((i for i in (arg.find(":"), arg.find("/")) if i >= 0), default=len(arg))
+        head, rest = arg[:cut], arg[cut:]
+        if rest.startswith("/"):
+            return "bad address:port usage"
+    host = head[1:-1] if head.startswith("[") and head.endswith("]") else head
+    if not rest:
+        return host, 0
+    port = a2port(rest[1:])
+    if port <= 0:
+        return "bad port number"
+    return host, port
 
 
 def _validate_listen(kw: Keyword, args: tuple[str, ...], path: str, n: int) -> str:
@@ -919,10 +945,10 @@ def addr_pton_cidr(entry: str) -> tuple[int, int, int] | int:
     addr, slash, mask = entry.partition("/")
     masklen = None
     if slash:
-        bits = mask.lstrip("0") or "0"
-        if not (mask.isascii() and mask.isdigit()) or len(bits) > 3 or int(bits) > 128:
+        digits = mask.lstrip("0") or "0"
+        if not (mask.isascii() and mask.isdigit()) or len(digits) > 3 or int(digits) > 128:
             return -1
-        masklen = int(bits)
+        masklen = int(digits)
     parsed = addr_pton(addr)
     if parsed is None:
         return -1
@@ -999,30 +1025,34 @@ def match_connection(block: MatchBlock, conn: Connection) -> bool:
     for attr, arg in block.criteria:
         if attr == "all":
             return True
-        if attr == "user":
-            ok = conn.user is not None and match_pattern_list(conn.user, arg) == 1
-        elif attr == "group":
-            ok = False
-            if conn.user is not None and conn.groups:
-                # groupaccess.c ga_match_pattern_list: a negated match on any group wins
-                hits = [match_pattern_list(g, arg) for g in conn.groups]
-                ok = -1 not in hits and 1 in hits
-        elif attr == "host":
-            ok = conn.host is not None and match_pattern_list(conn.host.lower(), arg,
-                                                              True) == 1
-        elif attr == "address":
-            ok = conn.addr is not None and addr_match_list(conn.addr, arg) == 1
-        elif attr == "localaddress":
-            ok = conn.laddr is not None and addr_match_list(conn.laddr, arg) == 1
-        elif attr == "localport":
-            ok = conn.lport is not None and a2port(arg) == conn.lport
-        elif attr == "rdomain":
-            ok = conn.rdomain is not None and match_pattern_list(conn.rdomain, arg) == 1
-        else:  # pragma: no cover - rejected by _parse_match
-            ok = False
-        if not ok:
+        criterion = _CRITERIA.get(attr)
+        if criterion is None or not criterion(conn, arg):  # unknown: refused by _parse_match
             return False
     return True
+
+
+def _match_group(conn: Connection, arg: str) -> bool:
+    if conn.user is None or not conn.groups:
+        return False
+    # groupaccess.c ga_match_pattern_list: a negated match on any group wins
+    hits = [match_pattern_list(g, arg) for g in conn.groups]
+    return -1 not in hits and 1 in hits
+
+
+_CRITERIA: Mapping[str, Callable[[Connection, str], bool]] = {
+    "user": lambda c, arg: c.user is not None and match_pattern_list(c.user, arg) == 1,
+    "group": _match_group,
+    "host": lambda c, arg: c.host is not None and match_pattern_list(
+        c.host.lower(), arg, True) == 1,
+    "address": lambda c, arg: c.addr is not None and addr_match_list(c.addr, arg) == 1,
+    "localaddress": lambda c, arg: c.laddr is not None and addr_match_list(c.laddr,
+                                                                          arg) == 1,
+    "localport": lambda c, arg: c.lport is not None and a2port(arg) == c.lport,
+    "rdomain": lambda c, arg: c.rdomain is not None and match_pattern_list(c.rdomain,
+                                                                          arg) == 1,
+}
+"""``servconf.c match_cfg_line``: whether a connection satisfies one criterion (a missing
+connection field never matches, as ``sshd -T -C`` in test mode)."""
 
 
 # --------------------------------------------------------------------- the configuration
@@ -1136,78 +1166,7 @@ class SshdConfig:
         keyword inside an inactive block is fatal); otherwise the connection pass (lines
         outside Match blocks are inactive, a block is active when ``matcher`` says so).
         """
-        out: list[tuple[Directive, bool]] = []
-        state: dict[str, object] = {"active": matcher is None, "block": None}
-        record = matcher is None and self._startup is None
-
-        def walk(path: str, flags: int, depth: int, chain: tuple[tuple[str, int], ...]
-                 ) -> None:
-            if depth > MAX_INCLUDE_DEPTH:
-                src, line = chain[-1]
-                raise _err("Too many recursive configuration includes", src, line)
-            for ln in self._lines(path):
-                kw = ln.keyword
-                assert kw is not None
-                if kw.vtype == "match":
-                    crit = _parse_match(ln.rest, path, ln.lineno)
-                    blk = MatchBlock(path, ln.lineno, crit, ln.rest.strip())
-                    if record:
-                        self.blocks.append(blk)
-                    if flags & _NEVERMATCH:
-                        value = False
-                    elif matcher is None:
-                        value = blk.is_all
-                    else:
-                        value = blk.is_all or matcher(blk)
-                    state["active"] = value
-                    state["block"] = blk
-                    flags &= ~_MATCH_ONLY
-                    continue
-                if kw.vtype == "include":
-                    if not ln.args:
-                        raise _err("Include missing filename argument", path, ln.lineno)
-                    for arg in ln.args:
-                        if arg == "":
-                            raise _err("Include empty filename", path, ln.lineno)
-                        pat = include_pattern(arg)
-                        files = self._expand(pat, path, ln.lineno) if pat[0] == "/" else ()
-                        if record:
-                            self.includes.append(IncludeLine(
-                                path, ln.lineno, (arg,), files,
-                                state["block"]))  # type: ignore[arg-type]
-                        oactive, oblock = state["active"], state["block"]
-                        sub = (_MATCH_ONLY if flags & _MATCH_ONLY
-                               else (0 if oactive else _NEVERMATCH))
-                        for f in files:
-                            walk(f, sub, depth + 1, (*chain, (path, ln.lineno)))
-                            state["active"], state["block"] = oactive, oblock
-                    continue
-                active = bool(state["active"])
-                if not active and not kw.match:
-                    if matcher is None:
-                        raise _err(f"Directive '{kw.name}' is not allowed within a Match "
-                                   "block", path, ln.lineno)
-                    continue
-                value, args = self._validate(kw, ln, path)
-                if kw.vtype == "listen" and len(args) >= 3 and self.netdev is not None \
-                        and self.netdev(args[2]) is False:
-                    raise _err("bad routing domain", path, ln.lineno)
-                if kw.vtype == "ignore":
-                    continue
-                if kw.vtype == "authmethods":
-                    # observed (9.2): "any" is refused once an active line of this pass
-                    # has set the option, even on a line that is itself inactive
-                    if "any" in args and state.get("authmethods"):
-                        raise _err('"any" must appear alone in AuthenticationMethods', path,
-                                   ln.lineno)
-                    if active:
-                        state["authmethods"] = True
-                d = Directive(kw, args, value, path, ln.lineno, ln.raw,
-                              state["block"], chain)  # type: ignore[arg-type]
-                out.append((d, active))
-
-        walk(self.main, 0 if matcher is None else _MATCH_ONLY, 0, ())
-        return out
+        return _Pass(self, matcher).run()
 
     def check(self) -> None:
         """Parse everything once as sshd does at start-up; ParseError if sshd would refuse
@@ -1242,8 +1201,8 @@ class SshdConfig:
         for kind in ("Keys", "Principals"):
             cmd = g.get(f"Authorized{kind}Command")
             user = g.get(f"Authorized{kind}CommandUser")
-            if cmd.directive is not None and cmd.value.lower() != "none" \
-                    and user.directive is None:  # type: ignore[union-attr]
+            if cmd.directive is not None and (cmd.value or "").lower() != "none" \
+                    and user.directive is None:
                 raise _err(f"Authorized{kind}Command set without "
                            f"Authorized{kind}CommandUser", cmd.directive.file,
                            cmd.directive.line)
@@ -1283,6 +1242,110 @@ class SshdConfig:
     def value(self, keyword: str, conn: Connection | MatchFn | None = None) -> Setting:
         """Effective value of one keyword (any spelling, aliases resolved)."""
         return self.effective(conn).get(keyword)
+
+
+class _Pass:
+    """One walk of sshd over every line of the configuration (servconf.c
+    ``parse_server_config_depth``, ``process_server_config_line_depth``): the start-up pass
+    (``matcher`` ``None``) or a connection pass.  The pass state (whether the current
+    block applies, which block it is, whether ``AuthenticationMethods`` was set) runs
+    across included files; an included file starts in its includer's state, which is
+    restored after it."""
+
+    def __init__(self, config: SshdConfig, matcher: MatchFn | None) -> None:
+        self.config = config
+        self.matcher = matcher
+        self.record = matcher is None and config._startup is None
+        """The first start-up pass records the Match blocks and Include lines."""
+        self.active = matcher is None
+        self.block: MatchBlock | None = None
+        self.authmethods = False
+        self.out: list[tuple[Directive, bool]] = []
+
+    def run(self) -> list[tuple[Directive, bool]]:
+        """Walk the main file (and what it includes); every directive with whether it is
+        active in this pass."""
+        self.file(self.config.main, 0 if self.matcher is None else _MATCH_ONLY, 0, ())
+        return self.out
+
+    def file(self, path: str, flags: int, depth: int,
+             chain: tuple[tuple[str, int], ...]) -> None:
+        """Every line of one file; ``flags`` (``_NEVERMATCH``, ``_MATCH_ONLY``) are the
+        include's, ``chain`` the Include lines that led here."""
+        if depth > MAX_INCLUDE_DEPTH:
+            src, line = chain[-1]
+            raise _err("Too many recursive configuration includes", src, line)
+        for ln in self.config._lines(path):
+            kw = ln.keyword
+            assert kw is not None
+            if kw.vtype == "match":
+                self.match(ln, path, flags)
+                flags &= ~_MATCH_ONLY
+            elif kw.vtype == "include":
+                self.include(ln, path, flags, depth, chain)
+            else:
+                self.directive(kw, ln, path, chain)
+
+    def match(self, ln: _Line, path: str, flags: int) -> None:
+        """A ``Match`` line: the lines up to the next one apply when it matches (at
+        start-up only ``Match all``; never inside a file included from an inactive
+        block)."""
+        crit = _parse_match(ln.rest, path, ln.lineno)
+        blk = MatchBlock(path, ln.lineno, crit, ln.rest.strip())
+        if self.record:
+            self.config.blocks.append(blk)
+        if flags & _NEVERMATCH:
+            value = False
+        elif self.matcher is None:
+            value = blk.is_all
+        else:
+            value = blk.is_all or self.matcher(blk)
+        self.active, self.block = value, blk
+
+    def include(self, ln: _Line, path: str, flags: int, depth: int,
+                chain: tuple[tuple[str, int], ...]) -> None:
+        """An ``Include`` line: each argument's files, parsed in place, in glob order."""
+        if not ln.args:
+            raise _err("Include missing filename argument", path, ln.lineno)
+        for arg in ln.args:
+            if arg == "":
+                raise _err("Include empty filename", path, ln.lineno)
+            pat = include_pattern(arg)
+            files = self.config._expand(pat, path, ln.lineno) if pat[0] == "/" else ()
+            if self.record:
+                self.config.includes.append(IncludeLine(path, ln.lineno, (arg,), files,
+                                                        self.block))
+            oactive, oblock = self.active, self.block
+            sub = _MATCH_ONLY if flags & _MATCH_ONLY else (0 if oactive else _NEVERMATCH)
+            for f in files:
+                self.file(f, sub, depth + 1, (*chain, (path, ln.lineno)))
+                self.active, self.block = oactive, oblock
+
+    def directive(self, kw: Keyword, ln: _Line, path: str,
+                  chain: tuple[tuple[str, int], ...]) -> None:
+        """Any other line: validated (even when inactive, as sshd does), then recorded."""
+        active = self.active
+        if not active and not kw.match:
+            if self.matcher is None:
+                raise _err(f"Directive '{kw.name}' is not allowed within a Match block",
+                           path, ln.lineno)
+            return
+        value, args = self.config._validate(kw, ln, path)
+        if kw.vtype == "listen" and len(args) >= 3 and self.config.netdev is not None \
+                and self.config.netdev(args[2]) is False:
+            raise _err("bad routing domain", path, ln.lineno)
+        if kw.vtype == "ignore":
+            return
+        if kw.vtype == "authmethods":
+            # observed (9.2): "any" is refused once an active line of this pass has set
+            # the option, even on a line that is itself inactive
+            if "any" in args and self.authmethods:
+                raise _err('"any" must appear alone in AuthenticationMethods', path,
+                           ln.lineno)
+            if active:
+                self.authmethods = True
+        self.out.append((Directive(kw, args, value, path, ln.lineno, ln.raw, self.block,
+                                   chain), active))
 
 
 def _never(_b: MatchBlock) -> bool:

@@ -7,7 +7,7 @@ What ``sshd -T`` prints for ``Ciphers``, ``MACs``, ``KexAlgorithms`` and
 and RHEL build with OpenSSL, ECC, GCM and built-in security keys, so nothing is removed).
 Generated from the ``V_8_0_P1`` .. ``V_10_5_P1`` tags with the C preprocessor; a row is
 listed at the first release whose lists differ from the previous one.  Checked against the
-installed ``sshd -T`` in ``tests/parsers/test_sshd_exact.py``.
+installed ``sshd -T`` in ``tests/linux/sshd/test_config_exact.py``.
 
 Releases the distributions ship: Debian 11 8.4p1, 12 9.2p1, 13 10.0p1; Ubuntu 20.04 8.2p1,
 22.04 8.9p1, 24.04 9.6p1; RHEL 8 8.0p1, 9 8.7p1, 10 9.9p1 (RHEL overrides these lists

@@ -9,7 +9,7 @@ OpenSSH 6 still ask for ``Protocol 2`` or ``UsePrivilegeSeparation sandbox``; a 
 a keyword is judged on the *effective behaviour* of the daemon (protocol 2 only, privilege
 separation always on), with sshd's warning and the lines that still carry the keyword.
 Messages and the behaviour were checked with the real ``sshd -t`` of OpenSSH 9.2
-(tests/checks/test_sshd_deprecated.py).
+(tests/checks/ssh/test_sshd_option_deprecated.py).
 """
 
 from __future__ import annotations
@@ -17,9 +17,10 @@ from __future__ import annotations
 import re
 from typing import Iterator
 
-from aiaudit.api import Aspect, Evidence, Remediation, Result, Snippet, Status
+from aiaudit.api import Aspect, Evidence, Remediation, Result, Status
 from aiaudit.core.ruleset.predicates import Predicate
 from aiaudit.linux.sshd import config as sp
+from aiaudit.linux.sshd.fix import RELOAD
 
 EFFECT: dict[str, tuple[str | None, str]] = {
     "protocol": ("2", "OpenSSH 7.6 removed SSH protocol 1: the daemon speaks protocol 2 only"),
@@ -65,9 +66,13 @@ def _mentions(cfg: sp.SshdConfig, kw: sp.Keyword) -> list[Evidence]:
     return out
 
 
-def results(cfg: sp.SshdConfig, kw: sp.Keyword, pred: Predicate, note: str,
-            reload: str) -> Iterator[Result]:
-    """One result for a rule on a deprecated or unsupported keyword."""
+def results(cfg: sp.SshdConfig, kw: sp.Keyword, pred: Predicate,
+            note: str) -> Iterator[Result]:
+    """One result for a rule on a deprecated or unsupported keyword: skipped when the
+    keyword has no effective value, else the rule judged on what sshd does.  A failure
+    cannot be fixed by setting the keyword: its remediation is the manual step (remove the
+    lines, rewrite the rule), then :data:`~aiaudit.linux.sshd.fix.RELOAD` when lines
+    carry the keyword."""
     key = kw.name.lower()
     value, why = EFFECT.get(key, ("no", "the feature is not compiled into this sshd"))
     kind = "Unsupported" if kw.note == "unsupported" else "Deprecated"
@@ -97,10 +102,10 @@ def results(cfg: sp.SshdConfig, kw: sp.Keyword, pred: Predicate, note: str,
         yield Result(Status.PASS, kw.name, f"{head}. Effective: {shown}{note}",
                      expected=want, actual=shown, aspect=Aspect.CONFIG, evidence=ev)
         return
-    rem = Remediation(
-        f"{kw.name} has no effect on this sshd ({why}); the rule's expectation ({want}) "
-        "cannot be met by setting it. Remove the line(s) and drop the rule, or rewrite it "
-        "on the option that replaced it.", (Snippet.command(reload),) if lines else ())
+    how = (f"{kw.name} has no effect on this sshd ({why}); the rule's expectation ({want}) "
+           "cannot be met by setting it. Remove the line(s) and drop the rule, or rewrite it "
+           "on the option that replaced it.")
+    rem = Remediation(how, (RELOAD,) if lines else (), manual=how)
     yield Result(Status.FAIL, kw.name, f"{head}. Effective: {shown}; expected {want}{note}",
                  expected=want, actual=shown, aspect=Aspect.CONFIG, evidence=ev,
                  remediation=rem)

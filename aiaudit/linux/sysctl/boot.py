@@ -243,29 +243,50 @@ def kernel_default(host: Host, key: str) -> KernelDefault | None:
     from aiaudit.linux.kernel.config import kernel_config
 
     if key == "kernel/numa_balancing":
-        try:
-            cmd = boot.load(host).booted
-        except (HostError, ParseError):
-            cmd = None
-        param = cmd.get("numa_balancing") if cmd is not None else None
-        if param is not None and param.value in ("enable", "disable"):
-            value = "1" if param.value == "enable" else "0"
-            return KernelDefault(value, f"{value} ({param} on {cmd.where()})",
-                                 (cmd.evidence("numa_balancing"),))
+        by_param = _numa_balancing_param(host)
+        if by_param is not None:
+            return by_param
     kc = boot_kernel_config(host) if not host.live else kernel_config(host)
     if kc is None:
         return None
     path, text = kc
-    loc = path.lstrip("/")
     if key == "kernel/dmesg_restrict":
-        val, line = _config_option(text, "SECURITY_DMESG_RESTRICT")
-        value = "1" if val == "y" else "0"
-        state = "=y" if val == "y" else " is not set"
-        return KernelDefault(value, f"kernel default {value}: CONFIG_SECURITY_DMESG_RESTRICT"
-                             f"{state} ({loc}{f':{line}' if line else ''})",
-                             (Evidence.file(path, line, f"CONFIG_SECURITY_DMESG_RESTRICT{state}"),))
+        return _dmesg_restrict_default(path, text)
+    return _numa_balancing_default(host, path, text)
+
+
+def _numa_balancing_param(host: Host) -> KernelDefault | None:
+    """``numa_balancing=enable|disable`` on the kernel command line that boots, which
+    decides before the build configuration (``check_numabalancing_enable``)."""
+    try:
+        cmd = boot.load(host).booted
+    except (HostError, ParseError):
+        return None
+    if cmd is None:
+        return None
+    param = cmd.get("numa_balancing")
+    if param is None or param.value not in ("enable", "disable"):
+        return None
+    value = "1" if param.value == "enable" else "0"
+    return KernelDefault(value, f"{value} ({param} on {cmd.where()})",
+                         (cmd.evidence("numa_balancing"),))
+
+
+def _dmesg_restrict_default(path: str, text: str) -> KernelDefault:
+    """``kernel.dmesg_restrict`` at boot: ``CONFIG_SECURITY_DMESG_RESTRICT``."""
+    val, line = _config_option(text, "SECURITY_DMESG_RESTRICT")
+    value = "1" if val == "y" else "0"
+    state = "=y" if val == "y" else " is not set"
+    return KernelDefault(value, f"kernel default {value}: CONFIG_SECURITY_DMESG_RESTRICT"
+                         f"{state} ({path.lstrip('/')}{f':{line}' if line else ''})",
+                         (Evidence.file(path, line, f"CONFIG_SECURITY_DMESG_RESTRICT{state}"),))
+
+
+def _numa_balancing_default(host: Host, path: str, text: str) -> KernelDefault:
+    """``kernel.numa_balancing`` at boot without a command-line parameter: 1 only with
+    ``CONFIG_NUMA_BALANCING_DEFAULT_ENABLED=y`` on more than one online NUMA node."""
     val, line = _config_option(text, "NUMA_BALANCING_DEFAULT_ENABLED")
-    where = f"{loc}{f':{line}' if line else ''}"
+    where = f"{path.lstrip('/')}{f':{line}' if line else ''}"
     ev = Evidence.file(path, line, "CONFIG_NUMA_BALANCING_DEFAULT_ENABLED" +
                        ("=y" if val == "y" else " is not set"))
     if val != "y":

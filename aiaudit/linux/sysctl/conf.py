@@ -4,8 +4,8 @@ Sources: systemd ``src/sysctl/sysctl.c`` (``parse_file``, ``apply_all``,
 ``apply_glob_option``), ``src/basic/sysctl-util.c`` (``sysctl_normalize``),
 ``src/basic/conf-files.c``; procps-ng ``src/sysctl.c`` (``PreloadSystem``, ``Preload``,
 ``parse_setting_line``, ``write_setting_list``, ``settinglist_findpath``); sysctl.d(5).
-See SEMANTICS §3.  ``tests/checks/test_sysctl.py`` checks both deciders against the real
-systemd-sysctl (252) and procps (4.0.2) on a generated corpus.
+See SEMANTICS §3.  ``tests/linux/sysctl/test_conf_oracle.py`` checks both deciders against
+the real systemd-sysctl (252) and procps (4.0.2) on a generated corpus.
 """
 
 from __future__ import annotations
@@ -60,6 +60,11 @@ class Entry:
     def is_glob(self) -> bool:
         """True if the key contains glob characters."""
         return not _GLOB_SET.isdisjoint(self.key)
+
+    @property
+    def source(self) -> str:
+        """``etc/sysctl.d/10-x.conf:3``: the line in display form (root-relative)."""
+        return f"{self.file.lstrip('/')}:{self.line}"
 
 
 @record

@@ -5,11 +5,9 @@ from __future__ import annotations
 
 from dataclasses import field
 
-from aiaudit.api import (
-    Evidence,
-)
 from aiaudit.core.errors import HostError, NotFound, NotRegularFile, ParseError, SymlinkLoop
 from aiaudit.core.host import Host
+from aiaudit.core.model import Evidence
 from aiaudit.core.records import record
 from aiaudit.linux.packages import dpkg
 from aiaudit.linux.packages.installed import dpkg_version
@@ -64,71 +62,97 @@ def _procps_variant(host: Host) -> tuple[str | None, tuple[str, ...], bool, bool
     return version, sp.PROCPS4_DIRS, False, False
 
 
-def load_config(host: Host) -> SysctlConfig:
-    """Find, order and parse every sysctl.d file of the scanned root."""
-    split_usr = host.readlink("/lib") is None and host.is_dir("/lib/sysctl.d")
-    dirs = sp.SYSTEMD_DIRS_SPLIT_USR if split_usr else sp.SYSTEMD_DIRS
-    problems: list[str] = []
-    problem_ev: list[Evidence] = []
-    notes: list[str] = []
-    parsed: dict[tuple[str, bool], list[sp.Entry]] = {}
-    masked: dict[str, bool] = {}  # systemd and procps read mostly the same files
+class _Files:
+    """Reads and parses each sysctl file once for both programs (systemd-sysctl and procps
+    read mostly the same files), collecting what could not be used and why."""
 
-    def entries_of(cf: sp.ConfFile, procps: bool = False) -> list[sp.Entry]:
-        if (cf.path, procps) in parsed:
-            return parsed[cf.path, procps]
+    def __init__(self, host: Host) -> None:
+        self.host = host
+        self.problems: list[str] = []
+        """Files systemd-sysctl reads that could not be read: the boot value is unknown."""
+        self.problem_ev: list[Evidence] = []
+        self.notes: list[str] = []
+        self.parsed: dict[tuple[str, bool], list[sp.Entry]] = {}
+        self._masked: dict[str, bool] = {}
+
+    def entries(self, cf: sp.ConfFile, procps: bool = False) -> list[sp.Entry]:
+        """The entries of ``cf`` as systemd-sysctl (or, ``procps``, ``sysctl --system``)
+        parses it; an unusable file gives none, with a note or a problem."""
+        if (cf.path, procps) in self.parsed:
+            return self.parsed[cf.path, procps]
         out: list[sp.Entry] = []
-        if cf.path not in masked:
-            masked[cf.path] = host.is_masked(cf.path)
-        if masked[cf.path]:
+        if cf.path not in self._masked:
+            self._masked[cf.path] = self.host.is_masked(cf.path)
+        if self._masked[cf.path]:
             if not procps:
-                notes.append(f"{cf.path} is masked (symlink to /dev/null)")
+                self.notes.append(f"{cf.path} is masked (symlink to /dev/null)")
         else:
-            try:
-                text = host.read_text(cf.path)
-                out = sp.parse_procps(text, cf.path) if procps else sp.parse(text, cf.path)[0]
-            except (NotRegularFile, SymlinkLoop) as exc:
-                if not procps:
-                    notes.append(f"{exc}; systemd-sysctl cannot use it either")
-            except NotFound:
-                if not procps:
-                    notes.append(f"{cf.path}: dangling symlink, ignored")
-            except (HostError, ParseError) as exc:
-                if not procps:
-                    problems.append(str(exc))
-                    problem_ev.append(_problem_evidence(cf.path, exc))
-                elif (cf.path, False) not in parsed:
-                    # only `sysctl --system` reads it (a dotfile, sysctl.conf without the
-                    # 99-sysctl.conf link): the boot value is still known
-                    notes.append(f"{exc}; only `sysctl --system` reads it")
-        parsed[cf.path, procps] = out
+            out = self._parse(cf, procps)
+        self.parsed[cf.path, procps] = out
         return out
 
+    def _parse(self, cf: sp.ConfFile, procps: bool) -> list[sp.Entry]:
+        try:
+            text = self.host.read_text(cf.path)
+            return sp.parse_procps(text, cf.path) if procps else sp.parse(text, cf.path)[0]
+        except (NotRegularFile, SymlinkLoop) as exc:
+            if not procps:
+                self.notes.append(f"{exc}; systemd-sysctl cannot use it either")
+        except NotFound:
+            if not procps:
+                self.notes.append(f"{cf.path}: dangling symlink, ignored")
+        except (HostError, ParseError) as exc:
+            if not procps:
+                self.problems.append(str(exc))
+                self.problem_ev.append(_problem_evidence(cf.path, exc))
+            elif (cf.path, False) not in self.parsed:
+                # only `sysctl --system` reads it (a dotfile, sysctl.conf without the
+                # 99-sysctl.conf link): the boot value is still known
+                self.notes.append(f"{exc}; only `sysctl --system` reads it")
+        return []
+
+    def tuned_entries(self) -> list[sp.Entry]:
+        """What tuned re-applies (plugin_sysctl._apply_system_sysctl: SYSCTL_CONFIG_DIRS =
+        /run, /etc, the first directory holding a basename wins, sorted by name, then
+        /etc/sysctl.conf); a file systemd reads keeps systemd's verdict."""
+        tfiles = sp.order_files(_listing(self.host, TUNED_REAPPLY_DIRS))
+        if self.host.is_file(sp.SYSCTL_CONF):
+            tfiles.append(sp.ConfFile("sysctl.conf", sp.SYSCTL_CONF))
+        out: list[sp.Entry] = []
+        for cf in tfiles:
+            if (cf.path, False) in self.parsed:  # systemd reads it too: its verdict stands
+                out += self.parsed[cf.path, False]
+                continue
+            try:  # only tuned re-applies it (sysctl.conf without the 99-sysctl.conf link)
+                out += sp.parse(self.host.read_text(cf.path), cf.path)[0]
+            except (HostError, ParseError) as exc:
+                self.notes.append(f"{exc}; only tuned's reapply_sysctl reads it")
+        return out
+
+
+def load_config(host: Host) -> SysctlConfig:
+    """Find, order and parse every sysctl.d file of the scanned root (uncached: see
+    :func:`loaded` for the run's shared copy)."""
+    split_usr = host.readlink("/lib") is None and host.is_dir("/lib/sysctl.d")
+    dirs = sp.SYSTEMD_DIRS_SPLIT_USR if split_usr else sp.SYSTEMD_DIRS
+    fs = _Files(host)
     files = sp.order_files(_listing(host, dirs))
-    entries = [e for cf in files for e in entries_of(cf)]
+    entries = [e for cf in files for e in fs.entries(cf)]
     version, pdirs, globs, glob_exclude = _procps_variant(host)
     # procps PreloadSystem keeps dotfiles (any name of 5+ characters ending in .conf)
     pfiles = sp.order_files(_listing(host, pdirs), hidden=True)
-    pentries = [e for cf in pfiles for e in entries_of(cf, procps=True)]
+    pentries = [e for cf in pfiles for e in fs.entries(cf, procps=True)]
     if host.is_file(sp.SYSCTL_CONF):
-        pentries += entries_of(sp.ConfFile("sysctl.conf", sp.SYSCTL_CONF), procps=True)
-    # tuned plugin_sysctl._apply_system_sysctl: SYSCTL_CONFIG_DIRS = /run, /etc (the first
-    # directory holding a basename wins), sorted by name, then /etc/sysctl.conf
-    tfiles = sp.order_files(_listing(host, TUNED_REAPPLY_DIRS))
-    if host.is_file(sp.SYSCTL_CONF):
-        tfiles.append(sp.ConfFile("sysctl.conf", sp.SYSCTL_CONF))
-    tentries: list[sp.Entry] = []
-    for cf in tfiles:
-        if (cf.path, False) in parsed:  # systemd reads it too: its verdict stands
-            tentries += parsed[cf.path, False]
-            continue
-        try:  # only tuned re-applies it (sysctl.conf without the 99-sysctl.conf link)
-            tentries += sp.parse(host.read_text(cf.path), cf.path)[0]
-        except (HostError, ParseError) as exc:
-            notes.append(f"{exc}; only tuned's reapply_sysctl reads it")
+        pentries += fs.entries(sp.ConfFile("sysctl.conf", sp.SYSCTL_CONF), procps=True)
+    tentries = fs.tuned_entries()
     return SysctlConfig(tuple(files), tuple(entries), tuple(pentries), version, globs,
-                        tuple(problems), tuple(notes), glob_exclude, tuple(tentries),
-                        dirs, pdirs, tuple(problem_ev))
+                        tuple(fs.problems), tuple(fs.notes), glob_exclude, tuple(tentries),
+                        dirs, pdirs, tuple(fs.problem_ev))
+
+
+def loaded(host: Host) -> SysctlConfig:
+    """The run's :class:`SysctlConfig` (:func:`load_config` once per run, per Host)."""
+    return host.memo(("sysctl-config",), lambda: load_config(host))
 
 
 def _problem_evidence(path: str, exc: Exception) -> Evidence:

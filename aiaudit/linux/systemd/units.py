@@ -118,9 +118,9 @@ def _absent(host: Host, d: str, name: str) -> bool:
     return names is not None and name not in names
 
 
-def _load_unit(host: Host, name: str) -> Unit:
-    path: str | None = None
-    masked = False
+def _unit_file(host: Host, name: str) -> tuple[str | None, bool]:
+    """(path, masked) of the file that defines unit ``name``: the first of the unit
+    directories that has it (or, for an instance, its template), or a mask there."""
     candidates = [name]
     tmpl = _template(name)
     if tmpl:
@@ -131,17 +131,19 @@ def _load_unit(host: Host, name: str) -> Unit:
                 continue
             p = f"{d}/{cand}"
             if host.is_masked(p):
-                return Unit(name, p, True, (), ())
+                return p, True
             if host.is_file(p):
-                path = p
-                break
-        if path:
-            break
-    assignments: list[Assignment] = []
-    if path:
-        assignments += unitfile.parse(host.read_text(path), path)
-    chosen: dict[str, str] = {}
-    order: list[str] = []
+                return p, False
+    return None, False
+
+
+def _dropins(host: Host, name: str) -> list[str]:
+    """The drop-in files of unit ``name`` in the order systemd applies them.
+
+    systemd sorts all drop-ins of a unit by file name, whatever directory level they come
+    from (``foo.service.d``, ``service.d``...); a unit-specific file with the same name as a
+    type-level one replaces it, and within one level the first unit directory wins."""
+    by_name: dict[str, str] = {}
     for ddir in _dropin_dirs(name):
         names: dict[str, str] = {}
         for d in UNIT_DIRS:
@@ -151,19 +153,23 @@ def _load_unit(host: Host, name: str) -> Unit:
                 if fn.endswith(".conf") and not fn.startswith(".") and fn not in names:
                     names[fn] = f"{d}/{ddir}/{fn}"
         for fn in sorted(names):
-            chosen[f"{ddir}/{fn}"] = names[fn]
-            order.append(f"{ddir}/{fn}")
-    # systemd sorts all drop-ins of a unit by file name, whatever directory level they
-    # come from; a unit-specific file with the same name as a type-level one replaces it.
-    by_name: dict[str, str] = {}
-    for key in order:
-        by_name[key.rsplit("/", 1)[1]] = chosen[key]
-    dropins = [by_name[fn] for fn in sorted(by_name)]
+            by_name[fn] = names[fn]
+    return [by_name[fn] for fn in sorted(by_name)]
+
+
+def _load_unit(host: Host, name: str) -> Unit:
+    path, masked = _unit_file(host, name)
+    if masked:
+        return Unit(name, path, True, (), ())
+    assignments: list[Assignment] = []
+    if path:
+        assignments += unitfile.parse(host.read_text(path), path)
+    dropins = _dropins(host, name)
     for p in dropins:
         if host.is_masked(p):
             continue
         assignments += unitfile.parse(host.read_text(p), p)
-    return Unit(name, path, masked, tuple(dropins), tuple(assignments))
+    return Unit(name, path, False, tuple(dropins), tuple(assignments))
 
 
 @record

@@ -1,1 +1,1 @@
-"""tuned: profiles, includes and the active profile."""
+"""tuned: profiles, includes and the active profile; the [disk] plugin."""

@@ -200,29 +200,59 @@ class AttrWrite:
     """What left it undecided."""
 
 
+class _Goto:
+    """Where ``GOTO`` has left a walk through the rules: a certain ``GOTO`` skips the rules
+    up to its ``LABEL``; one whose match cannot be decided makes every write up to that
+    label uncertain.  Both end with their file (a ``GOTO`` never leaves it)."""
+
+    def __init__(self) -> None:
+        self.skip_to: str | None = None
+        self.file = ""
+        self.doubt_until: str | None = None
+        self.doubt_why = ""
+
+    def skipped(self, rule: Rule) -> bool:
+        """Whether a certain ``GOTO`` skips ``rule``; passing a label ends a skip or a
+        doubt."""
+        label = next((t.value for t in rule.tokens if t.key == "LABEL"), None)
+        if self.skip_to is not None:
+            if rule.file != self.file:
+                self.skip_to = None  # GOTO never leaves the file; a missing label ends it
+            elif label != self.skip_to:
+                return True
+            else:
+                self.skip_to = None
+        if self.doubt_until is not None and (rule.file != self.file
+                                             or label == self.doubt_until):
+            self.doubt_until = None
+        return False
+
+    @property
+    def certain(self) -> bool:
+        """False while an undecidable ``GOTO`` may be skipping the current rule."""
+        return self.doubt_until is None
+
+    def jump(self, rule: Rule, goto: str, matched: bool, reason: str) -> None:
+        """``rule`` (it matches, or may: ``matched`` false) jumps to label ``goto``."""
+        self.file = rule.file
+        if self.doubt_until is not None:
+            return
+        if matched:
+            self.skip_to = goto
+        else:
+            self.doubt_until = goto
+            self.doubt_why = f"{rule.file}:{rule.line} GOTO (cannot decide {reason})"
+
+
 def attr_writes(rules: Sequence[Rule], dev: Device, attr: str) -> list[AttrWrite]:
     """Every write of ``ATTR{attr}`` for ``dev`` in rule order, following GOTO/LABEL
     within each file.  The effective value is the last certain write, unless an uncertain
     one follows it."""
     out: list[AttrWrite] = []
-    i = 0
-    skip_to: str | None = None
-    skip_file = ""
-    doubt_until: str | None = None
-    doubt_why = ""
-    while i < len(rules):
-        rule = rules[i]
-        i += 1
-        label = next((t.value for t in rule.tokens if t.key == "LABEL"), None)
-        if skip_to is not None:
-            if rule.file != skip_file:
-                skip_to = None  # GOTO never leaves the file; a missing label ends it
-            elif label != skip_to:
-                continue
-            else:
-                skip_to = None
-        if doubt_until is not None and (rule.file != skip_file or label == doubt_until):
-            doubt_until = None
+    walk = _Goto()
+    for rule in rules:
+        if walk.skipped(rule):
+            continue
         writes = [t for t in rule.assigns("ATTR", attr) if t.op in ("=", ":=")]
         goto = next((t.value for t in rule.tokens if t.key == "GOTO" and not t.is_match),
                     None)
@@ -231,18 +261,13 @@ def attr_writes(rules: Sequence[Rule], dev: Device, attr: str) -> list[AttrWrite
         ok, why = rule_matches(rule, dev)
         if ok is False:
             continue
-        certain = ok is True and doubt_until is None
-        reason = ", ".join(str(t) for t in why) if why else doubt_why
+        certain = ok is True and walk.certain
+        reason = ", ".join(str(t) for t in why) if why else walk.doubt_why
         for tok in writes:
             out.append(AttrWrite(tok.value, rule, certain,
                                  "" if certain else f"cannot decide {reason}"))
         if goto is not None:
-            skip_file = rule.file
-            if ok is True and doubt_until is None:
-                skip_to = goto
-            elif doubt_until is None:
-                doubt_until = goto
-                doubt_why = f"{rule.file}:{rule.line} GOTO (cannot decide {reason})"
+            walk.jump(rule, goto, ok is True, reason)
     return out
 
 

@@ -12,7 +12,7 @@ from aiaudit.core import plugins, ruleset
 from aiaudit.core.errors import RulesetError
 from aiaudit.core.host import Host
 from aiaudit.core.model import Status
-from aiaudit.core.runner import ScanOptions, scan
+from aiaudit.core.scan import ScanOptions, scan
 from tests.helpers import build_root, cli
 
 REG = plugins.registry()
@@ -146,3 +146,56 @@ def test_cli_validate_explain_and_json(tmp_path: Path) -> None:
     doc = json.loads(res.out)
     [f] = [f for f in doc["results"] if f["rule_id"] == "SSH-ACCESS-LISTS"]
     assert f["status"] == "pass" and f["data"]["decided_by"] == ["AllowUsers"]
+
+
+# ------------------------------------------------------------------ third-party parts
+def _plugin_registry(monkeypatch: pytest.MonkeyPatch) -> plugins.Registry:
+    monkeypatch.syspath_prepend(str(Path(__file__).parents[2] / "fixtures" / "plugins"
+                                    / "malformed"))
+    import aiaudit_malformed
+
+    return plugins.build_registry(entry_points=False, extra=[aiaudit_malformed])
+
+
+PLUGIN_PARTS = """\
+ruleset: site
+version: 1
+rules:
+  - id: MIXED
+    severity: high
+    title: a built-in part and third-party ones
+    all_of:
+      - {name: swap, check: kernel.sysctl, params: {key: vm.swappiness, op: le, value: 10}}
+      - {name: good, check: malformed.good}
+      - {name: bad, check: malformed.status_str}
+"""
+
+
+def test_a_third_party_part_is_isolated_and_its_malformed_result_is_its_error(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A composite with a third-party part is third-party code: it carries the plugin as
+    its origin (the runner runs it in the worker process and names the plugin), and a part
+    that yields a malformed result is an error of that part, not a crash of the rule."""
+    reg = _plugin_registry(monkeypatch)
+    rs = ruleset.load(_write(tmp_path, PLUGIN_PARTS), reg)
+    (rule,) = rs.rules
+    assert rule.check.origin == "plugin object extra-0 (aiaudit_malformed)"
+    root = build_root(tmp_path / "root", {"/etc/sysctl.conf": "vm.swappiness = 60\n"})
+    (f,) = scan(rs, Host(str(root), live=False), ScanOptions()).findings
+    parts = {p["name"]: p for p in f.result.data["parts"]}
+    assert parts["bad"]["status"] == "error"
+    assert "check malformed.status_str returned an invalid result: status is a str" in \
+        parts["bad"]["results"][0]["message"]
+    assert f.result.status is Status.FAIL  # swap and good fail: all_of fails
+    (snippet,) = [s for s in f.result.remediation.snippets if s.path == "/etc/x.conf"]
+    assert snippet.mode == 0o600  # the part's file keeps its mode in the merged fix
+
+
+def test_merged_file_snippets_get_the_permissions_both_allow() -> None:
+    from aiaudit.core.model import Snippet
+    from aiaudit.core.ruleset.composite import merge_snippets
+
+    a = Snippet.file("/etc/x.conf", "a = 1\n", mode=0o640)
+    b = Snippet.file("/etc/x.conf", "b = 2\n", mode=0o604)
+    (merged,) = merge_snippets([a, b])
+    assert merged.content == "a = 1\nb = 2\n" and merged.mode == 0o600

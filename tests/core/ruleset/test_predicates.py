@@ -8,7 +8,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from aiaudit.checks.legacy_sshd import OPTION_SCHEMA, normalise_param
+from aiaudit.checks.ssh.sshd_option import OPTION_SCHEMA, normalise_param
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

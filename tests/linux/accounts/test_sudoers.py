@@ -1,4 +1,5 @@
-"""sudoers(5) parsing; the policy decision is tested in tests/checks/test_accounts.py."""
+"""sudoers(5) parsing; the policy decision is tested in tests/linux/accounts/test_sudo.py
+and, against the real sudo, in tests/checks/accounts/test_sudo_nopasswd.py."""
 
 from __future__ import annotations
 

@@ -221,3 +221,32 @@ def test_deeply_nested_json_is_a_parse_error() -> None:
 
     with pytest.raises(ParseError, match="nested too deeply"):
         parse_json("[" * 100_000 + "]" * 100_000)
+
+
+@pytest.mark.parametrize("rule", [
+    {"expr": [{"match": {"op": 3, "left": {}, "right": 1}}]},  # an operator that is no string
+    {"expr": [{"match": {"left": {}, "right": {"set": 5}}}]},  # a set that is no list
+    {"expr": [{"vmap": {"key": {}, "data": {"set": 7}}}]},  # a verdict map that is no list
+    {"expr": [{"match": {"left": {"meta": {"key": ["iif"]}}, "right": "lo"}}]},
+    {"expr": [{"match": {"left": {"payload": {"protocol": ["tcp"], "field": "dport"}},
+                         "right": 22}}]},
+])
+def test_odd_json_rules_are_unknown_not_crashes(rule: dict) -> None:
+    """Shapes nft never prints but a fuzzer does: each is an accept rule with an unknown
+    condition, so a probe may be accepted (all but the meta key raised TypeError
+    before)."""
+    import json
+
+    doc = {"nftables": [{"chain": {"family": "ip", "table": "t", "name": "c",
+                                   "hook": "input", "prio": 0, "policy": "drop"}},
+                        {"rule": {"family": "ip", "table": "t", "chain": "c",
+                                  "expr": [*rule["expr"], {"accept": None}]}}]}
+    rs = nft.parse_json(json.dumps(doc))
+    (r,) = rs.chains[("ip", "t", "c")].rules
+    assert any(c.kind == "unknown" for c in r.conds)
+    assert nf.decide(rs, nf.Probe(4, "tcp", 22)).outcome is M
+
+
+def test_chain_priority_out_of_range_is_a_parse_error() -> None:
+    with pytest.raises(ParseError, match="bad chain priority"):
+        nft.parse_json('{"nftables": [{"chain": {"family": "ip", "prio": Infinity}}]}')

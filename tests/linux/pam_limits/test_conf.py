@@ -1,7 +1,7 @@
 """pam_limits parsing and decision (pure), including SEMANTICS §1.11 edge cases.
 
 The expected values here were confirmed with the real module (Debian 1.5.2-6); the broad
-comparison is ``tests/checks/test_limits_oracle.py``.
+comparison is ``tests/linux/pam_limits/test_oracle.py``.
 """
 
 from __future__ import annotations

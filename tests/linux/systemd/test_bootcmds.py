@@ -31,14 +31,3 @@ def test_sh_c_scripts_split_into_commands() -> None:
     assert tuning._split("/usr/bin/cpupower idle-set -D 2") == [
         ["/usr/bin/cpupower", "idle-set", "-D", "2"]]
 
-
-def test_an_active_profile_of_thousands_of_words_is_refused(tmp_path) -> None:
-    from aiaudit.core.host import Host
-    from aiaudit.linux.tuned import profiles as tuned
-
-    root = tmp_path / "root"
-    (root / "etc/tuned").mkdir(parents=True)
-    (root / "etc/tuned/active_profile").write_text(" ".join(f"p{i}" for i in range(5000)))
-    state = tuned.load(Host(str(root)))
-    assert state.profile is None and state.names == ()
-    assert any("more than 32" in p for p in state.problems)

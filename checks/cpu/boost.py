@@ -1,0 +1,102 @@
+"""``cpu.boost``: CPU turbo/boost is not disabled, now and at boot.
+
+Live (Documentation/admin-guide/pm/cpufreq.rst, intel_pstate.rst, amd-pstate.rst):
+intel_pstate's ``intel_pstate/no_turbo`` (1 = off), the global ``cpufreq/boost`` (acpi-cpufreq,
+amd-pstate; 0 = off) and per-policy ``boost`` (amd-pstate, 6.11+); skipped where the driver
+exposes none of them, or without cpufreq.
+
+At boot (:func:`aiaudit.linux.cpu.settings.boost_disabled_at_boot`): enabled services writing
+those files, tuned ``[cpu] no_turbo``; the kernel default allows boost.
+
+Gather: :mod:`aiaudit.linux.cpu.cpufreq`, :mod:`aiaudit.linux.cpu.settings`.
+Decide: :func:`aiaudit.linux.cpu.cpufreq.boost_state`, :func:`aiaudit.linux.cpu.verdicts.judge`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+from aiaudit.api import (
+    CheckContext,
+    CheckSpec,
+    Evidence,
+    Remediation,
+    Result,
+    Snippet,
+    Status,
+    hookimpl,
+)
+from aiaudit.core.errors import HostError, ParseError
+from aiaudit.linux.cpu import cpufreq, settings
+from aiaudit.linux.cpu.cpufreq import CPU, CPUFREQ
+from aiaudit.linux.cpu.settings import BootSetting
+from aiaudit.linux.cpu.verdicts import judge
+from aiaudit.linux.systemd.bootcmds import oneshot_unit
+
+BOOST_SCHEMA: dict[str, Any] = {
+    "type": "object", "additionalProperties": False,
+    "properties": {"persist": {"type": "boolean", "default": True}},
+}
+BOOST_UNIT = "/etc/systemd/system/aiaudit-cpu-boost.service"
+
+
+def _remediation(off: list[BootSetting]) -> Remediation:
+    """A oneshot unit that allows boost at boot, the same now, and the boot settings that
+    disable it left to a person."""
+    return Remediation(
+        f"Allow turbo/boost now, and at boot with {BOOST_UNIT}.", (
+            Snippet.file(BOOST_UNIT, oneshot_unit(
+                "Allow CPU turbo/boost",
+                f"[ -e {CPU}/intel_pstate/no_turbo ] && echo 0 > {CPU}/intel_pstate/no_turbo; "
+                f"[ -e {CPUFREQ}/boost ] && echo 1 > {CPUFREQ}/boost; true")),
+            Snippet.enable(BOOST_UNIT.rsplit("/", 1)[1], "run at boot"),
+            Snippet.command(f"echo 0 > {CPU}/intel_pstate/no_turbo 2>/dev/null; "
+                            f"echo 1 > {CPUFREQ}/boost 2>/dev/null; true", "apply now")),
+        manual=(f"remove what disables it at boot: {', '.join(s.source for s in off)}"
+                if off else ""))
+
+
+def run(ctx: CheckContext) -> Iterator[Result]:
+    """Evaluate the turbo/boost rule: gather the live controls and the boot settings that
+    disable boost, decide, report."""
+    host = ctx.host
+    state, skip = cpufreq.live_state(host)
+    if skip:
+        yield skip
+        return
+    bad: dict[str, list[int]] | None = None
+    runtime_txt = ""
+    ev: list[Evidence] = []
+    if state is not None:
+        now = cpufreq.boost_state(state)
+        if now is None:
+            yield Result(Status.SKIP, "cpufreq",
+                         f"scaling driver {state.drivers} exposes no turbo/boost control",
+                         evidence=(Evidence.runtime(f"{CPUFREQ}/boost", "absent"),))
+            return
+        bad, ev = now.off, list(now.evidence)
+        runtime_txt = ("disabled: " + cpufreq.describe(bad)) if bad else "enabled"
+    try:
+        off = settings.boost_disabled_at_boot(host)
+    except (HostError, ParseError) as exc:
+        yield Result(Status.ERROR, "cpufreq", f"boot-time turbo setting cannot be determined: "
+                     f"{exc}")
+        return
+    win = settings.boost_at_boot(off)
+    ev += [s.evidence for s in off] if off else [win.evidence]
+    v = judge(live=host.live, persist=bool(ctx.params.get("persist", True)),
+              what="turbo/boost", want="turbo/boost enabled", state=state, bad=bad,
+              runtime_txt=runtime_txt, win=win, explicit=bool(off), boot_ok=not off)
+    yield v.result(ev, _remediation(off))
+
+
+@hookimpl
+def aiaudit_register_checks() -> list[CheckSpec]:
+    """Register ``cpu.boost``."""
+    return [CheckSpec(
+        id="cpu.boost", title="CPU turbo/boost is not disabled",
+        run=run, params_schema=BOOST_SCHEMA,
+        description=(
+            "Live: intel_pstate/no_turbo, cpufreq/boost and per-policy boost. Boot: "
+            "units writing them, tuned [cpu] no_turbo; the kernel default allows "
+            "boost."))]

@@ -1,0 +1,163 @@
+"""``cpu.cstates``: deep idle states (exit latency above a bound) cannot be entered.
+
+Live (Documentation/admin-guide/pm/cpuidle.rst): for every online CPU, each
+``cpuN/cpuidle/stateK`` whose ``latency`` (µs) exceeds ``max_latency_us`` must be off —
+``disable`` = 1 for that CPU, or ruled out by a PM QoS limit (``cpuN/power/
+pm_qos_resume_latency_us``: ``0`` = no constraint, ``n/a`` = 0 µs, drivers/base/power/
+sysfs.c; or tuned's ``force_latency``, which holds ``/dev/cpu_dma_latency`` open —
+that device is not read, tuned is trusted when it runs).  States limited away by
+``intel_idle.max_cstate``, ``processor.max_cstate`` or ``idle=`` are never registered, so they
+do not appear; the result says which mechanism holds.  Without cpuidle (many VMs) the rule
+is skipped.
+
+At boot: the kernel command line the bootloader will pass (:mod:`aiaudit.linux.boot.cmdline`) —
+``idle=poll|halt``, ``cpuidle.off=1``, ``intel_idle.max_cstate=1..N`` (intel_idle; 0 turns
+intel_idle off, falling back to acpi_idle), ``processor.max_cstate=N`` (acpi_idle; 0 acts as
+1) — tuned ``[cpu] force_latency`` when tuned is enabled, and enabled services running
+``cpupower idle-set -D N``.  Drift: ``/proc/cmdline`` differs from that command line.
+
+Gather: :mod:`aiaudit.linux.cpu.idle` (live states), the command lines, tuned and units.
+Decide: :mod:`aiaudit.linux.cpu.cstates` (which mechanism holds now and at boot), then
+:func:`aiaudit.core.verdict.verdict`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+from aiaudit.api import (
+    CheckContext,
+    CheckSpec,
+    Evidence,
+    Remediation,
+    Result,
+    Snippet,
+    Status,
+    hookimpl,
+)
+from aiaudit.core.errors import HostError, ParseError
+from aiaudit.core.host import Host
+from aiaudit.core.verdict import verdict
+from aiaudit.linux.boot import cmdline as boot
+from aiaudit.linux.cpu import cstates
+from aiaudit.linux.cpu.cstates import BootLimit, RuntimeLimit
+from aiaudit.linux.cpu.idle import CPU, idle_state
+from aiaudit.linux.tuned import profiles as tuned
+
+TUNED_PID = "/run/tuned/tuned.pid"
+"""Present while tuned runs (and holds ``/dev/cpu_dma_latency`` for force_latency)."""
+
+SCHEMA: dict[str, Any] = {
+    "type": "object", "additionalProperties": False,
+    "properties": {
+        "max_latency_us": {"type": "integer", "minimum": 0, "default": 10,
+                           "description": "idle states with a larger exit latency must be off"},
+        "max_cstate": {"type": "integer", "minimum": 0, "default": 1,
+                       "description": "largest intel_idle.max_cstate / processor.max_cstate "
+                                      "accepted as a boot-time limit"},
+        "persist": {"type": "boolean", "default": True},
+    },
+}
+
+
+def _runtime(host: Host, bound: int, max_cs: int, proc: boot.CmdlineSource | None
+             ) -> tuple[RuntimeLimit | None, Result | None, str | None]:
+    """Gather and judge the live state: (limit now, a skip result, the live cpuidle
+    driver); offline (``None``, ``None``, ``None``)."""
+    if not host.live:
+        return None, None, None
+    state = idle_state(host, bound)
+    tl = None
+    running = False
+    if state.cpus:
+        tl = cstates.tuned_latency(host, bound, max_cs)
+        running = tl is not None and tl.holds and host.exists(TUNED_PID)
+    now = cstates.runtime_limit(state, proc, tl, running, bound, max_cs)
+    if now is None:
+        return None, Result(
+            Status.SKIP, "cpuidle",
+            "no cpuidle: no CPU exposes idle states (cpuidle/current_driver "
+            f"is {state.driver or 'absent'}; typical in a VM, where the hypervisor manages "
+            "idle)", evidence=(Evidence.runtime(f"{CPU}/cpuidle/current_driver",
+                                                state.driver or "absent"),)), None
+    return now, None, state.active_driver
+
+
+def _remediation(cfg: boot.BootConfig, bound: int, max_cs: int) -> Remediation:
+    """Kernel parameters for the bootloader found, and the deep states disabled now."""
+    params = [f"intel_idle.max_cstate={max(1, max_cs)}", f"processor.max_cstate={max_cs}"]
+    summary, snips = boot.set_params(cfg, params)
+    return Remediation(
+        summary + f" Now: disable deeper states with `cpupower idle-set -D {bound}`.",
+        (*snips, Snippet.command(
+            f"cpupower idle-set -D {bound} || for f in {CPU}/cpu*/cpuidle/state*; do "
+            f"[ \"$(cat $f/latency)\" -gt {bound} ] && echo 1 > $f/disable; done",
+            "disable deep idle states now")), **boot.params_step(cfg))
+
+
+def _result(ctx: CheckContext, now: RuntimeLimit | None, then: BootLimit, notes: list[str],
+            cfg: boot.BootConfig) -> Result:
+    """The verdict on the limit now and at boot, with the notes after the message."""
+    host, p = ctx.host, ctx.params
+    bound = int(p["max_latency_us"])
+    want = f"no idle state with exit latency > {bound} µs usable"
+    runtime_ok = now.ok if now is not None else None
+    runtime_txt = now.text if now is not None else ""
+    boot_ok = then.ok
+    if host.live and not p.get("persist", True) and runtime_ok:
+        boot_ok = True
+    status, aspect, msg = verdict(host.live, runtime_ok, boot_ok, boot_set=boot_ok,
+                                  what="the C-state limit", runtime_txt=runtime_txt,
+                                  boot_txt=then.text, want=want)
+    if notes:
+        msg += ". " + "; ".join(notes)
+    rem = _remediation(cfg, bound, int(p["max_cstate"])) if status is Status.FAIL else None
+    evidence = list(dict.fromkeys((*(now.evidence if now else ()), *then.evidence)))
+    return Result(status, "cpuidle", msg, expected=want,
+                  actual=runtime_txt if host.live else then.text, aspect=aspect,
+                  evidence=tuple(evidence), remediation=rem,
+                  data={"boot": then.text, "loader": cfg.loader})
+
+
+def run(ctx: CheckContext) -> Iterator[Result]:
+    """Evaluate the C-state rule: gather the live idle states and the boot configuration,
+    decide which mechanism holds now and at boot, report."""
+    host, p = ctx.host, ctx.params
+    bound, max_cs = int(p["max_latency_us"]), int(p["max_cstate"])
+    proc = boot.proc_cmdline(host)
+    now, skip, driver = _runtime(host, bound, max_cs, proc)
+    if skip is not None:
+        yield skip
+        return
+    try:
+        cfg = boot.load(host)
+        tl = cstates.tuned_latency(host, bound, max_cs)
+        cp = cstates.cpupower_idle(host, bound)
+    except (HostError, ParseError) as exc:
+        yield Result(Status.ERROR, "cpuidle", f"boot configuration cannot be read: {exc}")
+        return
+    if cfg.problems:
+        yield Result(Status.ERROR, "cpuidle", "boot configuration cannot be read: "
+                     + "; ".join(cfg.problems),
+                     evidence=(*(now.evidence if now else ()), *cfg.problem_evidence))
+        return
+    then = cstates.boot_limit(cfg, tl, cp, driver=driver, bound=bound, max_cstate=max_cs,
+                              nothing_to_limit=now is not None and now.nothing_to_limit,
+                              tuned_lacks=tuned.load(host).lacks("cpu", "force_latency"))
+    note = cstates.drift(proc, cfg.booted, driver, max_cs)
+    yield _result(ctx, now, then, [*then.notes, *([note] if note else [])], cfg)
+
+
+@hookimpl
+def aiaudit_register_checks() -> list[CheckSpec]:
+    """Register ``cpu.cstates``."""
+    return [CheckSpec(
+        id="cpu.cstates", title="Deep CPU idle states are disabled or limited",
+        run=run, params_schema=SCHEMA,
+        description=(
+            "Live: per CPU, every cpuidle state with exit latency above max_latency_us must be "
+            "disabled or excluded by PM QoS / tuned force_latency (skipped without cpuidle). "
+            "Boot: idle=, cpuidle.off, intel_idle.max_cstate, processor.max_cstate on the "
+            "command line the bootloader will pass (BLS entry, grub.cfg, /etc/kernel/cmdline, "
+            "/etc/default/grub), tuned force_latency, cpupower idle-set -D units. Drift: "
+            "/proc/cmdline differs."))]

@@ -1,0 +1,111 @@
+"""``cpu.governor``: every CPU uses an allowed cpufreq scaling governor, now and at boot.
+
+Live (Documentation/admin-guide/pm/cpufreq.rst): ``scaling_governor`` of every
+``/sys/devices/system/cpu/cpufreq/policyN``, read once per run; offending CPUs are reported
+as a compact list (``0-31,64-95``) with the driver.  Without cpufreq (most VMs) the rule is
+skipped.
+
+At boot (:mod:`aiaudit.linux.cpu.settings`, later wins): the kernel default
+(``cpufreq.default_governor=`` on the command line, else ``CONFIG_CPU_FREQ_DEFAULT_GOV_*``;
+intel_pstate and amd-pstate-epp in active mode start in ``powersave`` unless that default is
+performance, intel_pstate.rst), ``cpupower.service`` and its configuration, other enabled
+services running ``cpupower frequency-set -g`` or writing ``scaling_governor``, and tuned's
+``[cpu] governor``.
+
+Gather: :mod:`aiaudit.linux.cpu.cpufreq`, :func:`~aiaudit.linux.cpu.settings.boot_governor`.
+Decide: :func:`aiaudit.linux.cpu.verdicts.judge`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+from aiaudit.api import (
+    CheckContext,
+    CheckSpec,
+    Evidence,
+    Remediation,
+    Result,
+    Snippet,
+    Status,
+    hookimpl,
+)
+from aiaudit.core.errors import HostError, ParseError
+from aiaudit.core.host import Host
+from aiaudit.linux.cpu import cpufreq, settings
+from aiaudit.linux.cpu.cpufreq import CPUFREQ
+from aiaudit.linux.cpu.verdicts import judge
+from aiaudit.linux.systemd.bootcmds import oneshot_unit
+
+GOV_SCHEMA: dict[str, Any] = {
+    "type": "object", "additionalProperties": False,
+    "properties": {
+        "governors": {"type": "array", "items": {"type": "string", "minLength": 1},
+                      "minItems": 1, "default": ["performance"],
+                      "description": "allowed scaling governors"},
+        "persist": {"type": "boolean", "default": True},
+    },
+}
+GOV_UNIT = "/etc/systemd/system/aiaudit-cpu-governor.service"
+
+
+def _remediation(host: Host, allowed: list[str]) -> Remediation:
+    """A oneshot unit that sets the first allowed governor at boot, and the same now; boot
+    settings that set another governor are left to a person."""
+    gov = allowed[0]
+    return Remediation(
+        f"Set the {gov} governor now and at boot with a oneshot unit ({GOV_UNIT}).", (
+            Snippet.file(GOV_UNIT, oneshot_unit(
+                f"CPU frequency governor {gov}",
+                f"echo {gov} | tee {CPUFREQ}/policy*/scaling_governor >/dev/null")),
+            Snippet.enable(GOV_UNIT.rsplit("/", 1)[1], "run it at boot"),
+            Snippet.command(f"cpupower frequency-set -g {gov} || echo {gov} | tee "
+                            f"{CPUFREQ}/policy*/scaling_governor", "apply now"),
+        ), manual="; ".join(settings.governor_conflicts(host, allowed)))
+
+
+def run(ctx: CheckContext) -> Iterator[Result]:
+    """Evaluate the governor rule: gather the live policies and the boot governor, decide,
+    report."""
+    host = ctx.host
+    allowed = list(ctx.params["governors"])
+    want = "one of " + ", ".join(allowed)
+    state, skip = cpufreq.live_state(host)
+    if skip:
+        yield skip
+        return
+    try:
+        win, ev, explicit = settings.boot_governor(host)
+        if win is None:  # nothing sets it, no kernel default known: what was looked for
+            ev.append(settings.governor_unknown(host))
+    except (HostError, ParseError) as exc:
+        yield Result(Status.ERROR, "cpufreq", f"boot-time governor cannot be determined: {exc}",
+                     evidence=Evidence.unreadable(exc))
+        return
+    win = settings.active_mode_default(win, explicit, state)
+    bad = runtime_txt = None
+    if state is not None:
+        groups = cpufreq.group(state, lambda p: p.governor or "unknown")
+        bad = {g: c for g, c in groups.items() if g not in allowed}
+        runtime_txt = f"{cpufreq.describe(groups)} ({state.drivers})"
+        ev = [Evidence.runtime(f"{CPUFREQ}/policy*/scaling_governor",
+                               cpufreq.describe(groups)), *ev]
+    v = judge(live=host.live, persist=bool(ctx.params.get("persist", True)),
+              what="scaling governor", want=want, state=state, bad=bad,
+              runtime_txt=str(runtime_txt), win=win, explicit=explicit,
+              boot_ok=None if win is None else win.value in allowed)
+    yield v.result(ev, _remediation(host, allowed) if v.status is Status.FAIL else None)
+
+
+@hookimpl
+def aiaudit_register_checks() -> list[CheckSpec]:
+    """Register ``cpu.governor``."""
+    return [CheckSpec(
+        id="cpu.governor", title="CPUs use the expected frequency governor",
+        run=run, params_schema=GOV_SCHEMA,
+        description=(
+            "Live: scaling_governor of every cpufreq policy (offending CPUs listed "
+            "compactly with the driver; skipped without cpufreq). Boot: kernel "
+            "default (cpufreq.default_governor=, CONFIG_CPU_FREQ_DEFAULT_GOV_*), "
+            "cpupower.service config, enabled units running cpupower frequency-set "
+            "or writing scaling_governor, tuned [cpu] governor."))]
