@@ -28,7 +28,7 @@ from aiaudit.core.model import (
     SnippetKind,
     Status,
 )
-from aiaudit.core.records import record
+from aiaudit.core.startup.records import record
 
 if TYPE_CHECKING:
     from aiaudit.core.host import Host

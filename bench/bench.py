@@ -262,7 +262,7 @@ def callgrind(argv: list[str], cwd: str) -> int:
     out = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
                           *argv], capture_output=True, text=True, env=bench_env(), cwd=cwd,
                          check=False)
-    if out.returncode not in OK_CODES:
+    if out.returncode not in OK_CODES or "Traceback (most recent call last)" in out.stderr:
         raise SystemExit(f"bench: {' '.join(argv)[:200]} exited {out.returncode}:\n"
                          f"{out.stderr[-2000:]}")
     for line in out.stderr.splitlines():
@@ -356,6 +356,11 @@ def instructions(args: argparse.Namespace, exe: str) -> int:
             "small root json": [*dl, "--root", str(small), "--live", "--format", "json"],
             "prolog": [*scan, "--prolog", "--ruleset", "slurm-preflight", "--format", "json"],
         }
+        if args.case:
+            unknown = set(args.case) - set(cases)
+            if unknown:
+                raise SystemExit(f"bench: unknown --case {sorted(unknown)}: {sorted(cases)}")
+            cases = {k: v for k, v in cases.items() if k in args.case}
         for name, argv in cases.items():
             measure(argv, 1, str(tmp))  # warm the page cache and .pyc files (and --state)
             rows[name] = {"minstr": callgrind(argv, str(tmp)) / 1e6,
@@ -377,6 +382,8 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=15)
     ap.add_argument("--scale", action="store_true",
                     help="all rules vs one rule on growing sysctl.d / sshd configurations")
+    ap.add_argument("--case", action="append", default=[], metavar="NAME",
+                    help="--instructions: measure only this case (repeatable), e.g. prolog")
     ap.add_argument("--instructions", action="store_true",
                     help="instruction counts (valgrind) and peak RSS of the live scans, the "
                          "site-ruleset and --state runs, a small root and the prolog")

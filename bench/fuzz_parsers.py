@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Fuzz every parser in ``aiaudit.core.parsing``: any input gives a value or ``ParseError``.
+"""Fuzz every parser in ``aiaudit.linux``: any input gives a value or ``ParseError``.
 
 Uses Hypothesis (already a test dependency) with many examples per parser, mixing
 arbitrary text, arbitrary bytes decoded as the Host decodes them, and structured inputs
@@ -137,13 +137,16 @@ def extra_targets() -> list[tuple[str, Callable[[str], Any]]]:
 
 
 def discover() -> list[tuple[str, Callable[..., Any]]]:
-    """Every public function of every module in ``aiaudit.core.parsing`` whose first parameter
-    is named ``text`` (the parser convention)."""
-    import aiaudit.core.parsing as pkg
+    """Every public function of every module under ``aiaudit.linux`` (the parsers and
+    deciders of the Linux components) whose first parameter is named ``text`` (the parser
+    convention)."""
+    import aiaudit.linux as pkg
 
     out = []
-    for info in pkgutil.iter_modules(pkg.__path__):
-        mod = importlib.import_module(f"aiaudit.core.parsing.{info.name}")
+    for info in pkgutil.walk_packages(pkg.__path__, "aiaudit.linux."):
+        if info.ispkg:
+            continue
+        mod = importlib.import_module(info.name)
         for name, fn in inspect.getmembers(mod, inspect.isfunction):
             if name.startswith("_") or fn.__module__ != mod.__name__:
                 continue
@@ -154,7 +157,7 @@ def discover() -> list[tuple[str, Callable[..., Any]]]:
                         and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
             if len(required) > 1:
                 continue
-            out.append((f"{info.name}.{name}", fn))
+            out.append((f"{info.name.removeprefix('aiaudit.linux.')}.{name}", fn))
     return sorted(out)
 
 

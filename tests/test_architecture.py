@@ -234,3 +234,51 @@ def test_functions_are_small_or_say_why() -> None:
 def test_complexity_counts_like_mccabe(source: str, expected: int) -> None:
     fn = ast.parse(source).body[0]
     assert complexity(fn) == expected
+
+
+# --------------------------------------------------------------------------- the tree
+def test_every_module_imports_on_its_own() -> None:
+    """``python -c "import M"`` works for every module.  One child process imports them
+    one after another, forgetting every ``aiaudit`` module between two, so an import that
+    only works because an earlier module ran first is still caught."""
+    import subprocess
+    import sys
+
+    names = [m for m in module_files() if not m.endswith("__main__")]
+    code = ("import importlib, sys\n"
+            "bad = []\n"
+            "for name in sys.argv[1:]:\n"
+            "    before = set(sys.modules)\n"
+            "    try:\n"
+            "        importlib.import_module(name)\n"
+            "    except Exception as exc:\n"
+            "        bad.append(f'{name}: {type(exc).__name__}: {exc}')\n"
+            "    for m in set(sys.modules) - before:\n"
+            "        if m.startswith('aiaudit'):\n"
+            "            del sys.modules[m]\n"
+            "print('\\n'.join(bad))\n")
+    out = subprocess.run([sys.executable, "-c", code, *names], capture_output=True,
+                         text=True, timeout=600, cwd="/")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "", out.stdout
+
+
+def test_no_binary_is_committed_outside_the_fixtures() -> None:
+    """A wheel or other binary at the top of the repository (an orjson wheel once was) is
+    not source: only test fixtures may hold binary files."""
+    import subprocess
+
+    out = subprocess.run(["git", "ls-files", "-z"], capture_output=True, cwd=REPO,
+                         check=False)
+    if out.returncode != 0:
+        pytest.skip("not a git checkout")
+    binary = []
+    for name in out.stdout.decode().split("\0"):
+        if not name or name.startswith("tests/fixtures/"):
+            continue
+        path = REPO / name
+        if name.endswith((".whl", ".egg", ".so", ".pyc", ".tar.gz", ".zip")):
+            binary.append(name)
+        elif path.is_file() and not path.is_symlink() and b"\0" in path.read_bytes()[:8192]:
+            binary.append(name)
+    assert not binary, binary

@@ -16,7 +16,6 @@ import sys
 from typing import Any, Callable, NoReturn, Sequence
 
 from aiaudit import __version__
-from aiaudit.cli.fleet import FLEET_EXIT_HELP, cmd_fleet, populate_fleet
 from aiaudit.cli.options import EXIT_CODES_HELP, Parser, RawFormatter
 from aiaudit.cli.output import (
     ReportDeadline,
@@ -25,23 +24,60 @@ from aiaudit.cli.output import (
     silence_stdout,
     write_stdout,
 )
-from aiaudit.cli.reports import cmd_remediate, cmd_render, populate_remediate, populate_render
-from aiaudit.cli.rules import (
-    cmd_explain,
-    cmd_rules,
-    cmd_validate,
-    populate_explain,
-    populate_rules,
-    populate_validate,
-)
-from aiaudit.cli.scan import MODES_HELP, cmd_scan, populate_scan
 from aiaudit.core.errors import AuditError, ExitCode, RulesetError
+
+_SUBCOMMANDS: dict[str, tuple[str, str, str, dict[str, Any]]] = {
+    "scan": ("scan", "populate_scan", "cmd_scan", {
+        "help": "scan the host or a root filesystem", "formatter_class": RawFormatter}),
+    "rules": ("rules", "populate_rules", "cmd_rules", {
+        "help": "list the rules of a ruleset: id, severity, expected value, title"}),
+    "explain": ("rules", "populate_explain", "cmd_explain", {
+        "help": "explain a rule: rationale, references, fix"}),
+    "validate": ("rules", "populate_validate", "cmd_validate", {
+        "help": "validate a ruleset file and report every problem"}),
+    "render": ("reports", "populate_render", "cmd_render", {
+        "help": "re-render a saved JSON report in another format",
+        "description": "Read a report written by `aiaudit scan -o json:FILE` (validated "
+                       "against schemas/report.schema.json) and render it again."}),
+    "remediate": ("reports", "populate_remediate", "cmd_remediate", {
+        "help": "write a fix bundle (files, install.sh, playbook) from a saved JSON report",
+        "description": "Write the drop-in files, an install.sh and an Ansible playbook that "
+                       "fix the failures of a saved scan.  aiaudit itself changes nothing on "
+                       "the host."}),
+    "fleet": ("fleet", "populate_fleet", "cmd_fleet", {
+        "help": "aggregate many nodes' reports: per-rule host lists, drift, identity",
+        "description": "Read saved JSON reports and event streams of many nodes (reports\n"
+                       "of different aiaudit versions or rulesets are grouped, not mixed)\n"
+                       "and report per rule which nodes fail, values that differ from the\n"
+                       "majority, cloned machine ids and, with --since, what changed.",
+        "formatter_class": RawFormatter}),
+    "sshd": ("sshd", "populate", "cmd", {
+        "help": "print the effective sshd configuration for a connection (like sshd -T -C)",
+        "description": "The scanned root's effective sshd configuration as `sshd -T` prints "
+                       "it, for the connection given with --connection (Match blocks "
+                       "evaluated as sshd does); read-only, nothing is executed."}),
+}
+"""Each subcommand: its module under ``aiaudit.cli``, the functions there that add its
+arguments and run it, and its ``add_parser`` keywords.  A command's module is imported only
+when that command runs (a Slurm prolog imports the scan's, not the fleet's)."""
+
+COMMANDS = tuple(_SUBCOMMANDS)
+
+
+def _command(name: str, which: int) -> Callable[..., Any]:
+    """The populate (``which`` 1) or run (2) function of command ``name``."""
+    import importlib
+
+    spec = _SUBCOMMANDS[name]
+    module = importlib.import_module(f"aiaudit.cli.{spec[0]}")
+    function: Callable[..., Any] = getattr(module, str(spec[which]))
+    return function
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The ``aiaudit`` argument parser; with ``command``, only that subcommand gets its
     arguments (the others are listed with their help line): a scan should not pay for
-    building the options of five commands it does not run."""
+    building the options, nor import the modules, of commands it does not run."""
     p = Parser(
         prog="aiaudit",
         description="Read-only audit of a Linux host (or a mounted root filesystem) for "
@@ -51,75 +87,23 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     )
     p.add_argument("--version", action="version", version=f"aiaudit {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
-    for name, (populate, kwargs) in _SUBCOMMANDS.items():
+    for name, (_module, _populate, _run, kwargs) in _SUBCOMMANDS.items():
         sp = sub.add_parser(name, **kwargs)
         if command is None or command == name:
-            populate(sp)
+            _command(name, 1)(sp)
     return p
-
-
-def _populate_sshd(p: argparse.ArgumentParser) -> None:
-    from aiaudit.cli import sshd as sshd_view
-
-    sshd_view.populate(p)
-
-
-def cmd_sshd(args: argparse.Namespace) -> int:
-    """``aiaudit sshd [--connection SPEC]`` (:mod:`aiaudit.cli.sshd`)."""
-    from aiaudit.cli import sshd as sshd_view
-
-    return sshd_view.cmd(args)
-
-
-_SUBCOMMANDS: dict[str, tuple[Callable[[argparse.ArgumentParser], None], dict[str, Any]]] = {
-    "scan": (populate_scan, {"help": "scan the host or a root filesystem",
-                              "epilog": EXIT_CODES_HELP + "\n" + MODES_HELP,
-                              "formatter_class": RawFormatter}),
-    "rules": (populate_rules, {"help": "list the rules of a ruleset: id, severity, "
-                                        "expected value, title"}),
-    "explain": (populate_explain, {"help": "explain a rule: rationale, references, fix"}),
-    "validate": (populate_validate,
-                 {"help": "validate a ruleset file and report every problem"}),
-    "render": (populate_render, {
-        "help": "re-render a saved JSON report in another format",
-        "description": "Read a report written by `aiaudit scan -o json:FILE` (validated "
-                       "against schemas/report.schema.json) and render it again."}),
-    "remediate": (populate_remediate, {
-        "help": "write a fix bundle (files, install.sh, playbook) from a saved JSON report",
-        "description": "Write the drop-in files, an install.sh and an Ansible playbook that "
-                       "fix the failures of a saved scan.  aiaudit itself changes nothing on "
-                       "the host."}),
-    "fleet": (populate_fleet, {
-        "help": "aggregate many nodes' reports: per-rule host lists, drift, identity",
-        "description": "Read saved JSON reports and event streams of many nodes (reports\n"
-                       "of different aiaudit versions or rulesets are grouped, not mixed)\n"
-                       "and report per rule which nodes fail, values that differ from the\n"
-                       "majority, cloned machine ids and, with --since, what changed.",
-        "epilog": FLEET_EXIT_HELP, "formatter_class": RawFormatter}),
-    "sshd": (_populate_sshd, {
-        "help": "print the effective sshd configuration for a connection (like sshd -T -C)",
-        "description": "The scanned root's effective sshd configuration as `sshd -T` prints "
-                       "it, for the connection given with --connection (Match blocks "
-                       "evaluated as sshd does); read-only, nothing is executed."}),
-}
-"""Each subcommand: what adds its arguments, and its ``add_parser`` keywords."""
-
-
-COMMANDS = {"scan": cmd_scan, "rules": cmd_rules, "explain": cmd_explain,
-            "validate": cmd_validate, "render": cmd_render, "remediate": cmd_remediate,
-            "fleet": cmd_fleet,
-            "sshd": cmd_sshd}
 
 
 def run() -> NoReturn:
     """Console entry point (``aiaudit``, ``python -m aiaudit``): :func:`main`, then exit
     without finalizing the interpreter.
 
-    Tearing down the ~200 modules a scan loads took 14 ms of a 110 ms scan (a Slurm prolog
-    pays it on every job).  There is nothing to clean up by then: reports are written and
-    closed by :func:`main`, aiaudit registers no ``atexit`` handler, and the rule worker is a
-    daemon thread.  So stdout and stderr are flushed and the process leaves with
-    ``os._exit`` (a ``SystemExit`` from argparse, ``--help`` or ``--version`` exits the
+    Tearing down the ~200 modules a scan loads costs a prolog scan 28 M instructions (8%;
+    :mod:`aiaudit.core.startup` lists this with the other start-up pieces).  There is
+    nothing to clean up by then: reports are written and closed by :func:`main`, aiaudit
+    registers no ``atexit`` handler, and the rule worker is a daemon thread.  So stdout and
+    stderr are flushed and the process leaves with ``os._exit`` (a ``SystemExit`` from
+    argparse, ``--help`` or ``--version`` exits the
     ordinary way).
     """
     code = main()
@@ -147,7 +131,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return ExitCode.USAGE
     try:
-        code = int(COMMANDS[args.command](args))
+        code = int(_command(args.command, 2)(args))
         if args.command not in ("scan", "render"):  # their reports flushed already
             write_stdout("")
         return code

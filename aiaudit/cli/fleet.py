@@ -27,6 +27,8 @@ exit codes (the fleet is judged as one scan, a rule failing on more than
 
 
 def populate_fleet(f: argparse.ArgumentParser) -> None:
+    """Arguments of ``aiaudit fleet`` (and its epilog: the exit codes)."""
+    f.epilog = FLEET_EXIT_HELP
     f.add_argument("inputs", nargs="+", metavar="REPORT",
                    help="saved JSON reports or event files, directories of them, globs, "
                         "or - for a stream of reports or events (JSON lines) on stdin")

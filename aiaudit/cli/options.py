@@ -22,6 +22,7 @@ exit codes:
   3  no failure at or above --fail-on, but a rule at or above it could not be
      evaluated (error result): "could not look", not "bad host"
   4  internal error (a bug in aiaudit: please report it)
+  130  interrupted (SIGINT)
 """
 
 

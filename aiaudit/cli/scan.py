@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from aiaudit.cli.options import (
     DEFAULT_FAIL_ON,
     DEFAULT_TIMEOUT,
+    EXIT_CODES_HELP,
     MAX_SECONDS,
     PROLOG_TIMEOUT,
     add_pretty_option,
@@ -33,7 +34,7 @@ from aiaudit.cli.output import (
 )
 from aiaudit.core.errors import ExitCode, UsageError
 from aiaudit.core.model import SEVERITIES, Severity, Status
-from aiaudit.core.records import record
+from aiaudit.core.startup.records import record
 
 if TYPE_CHECKING:
     from aiaudit.core.model import Finding, RunResult, Waiver
@@ -43,6 +44,8 @@ REPORT_MIN_S = 5.0
 
 
 def populate_scan(s: argparse.ArgumentParser) -> None:
+    """Arguments of ``aiaudit scan`` (and its epilog: exit codes, operating modes)."""
+    s.epilog = EXIT_CODES_HELP + "\n" + MODES_HELP
     add_ruleset(s)
     s.add_argument("--root", default="/", metavar="DIR",
                    help="root of the system to audit (default /); another root is scanned "

@@ -6,7 +6,7 @@ nothing in it is interpreted by a terminal, browser or XML parser."""
 
 from __future__ import annotations
 
-from aiaudit.core.parsing import lazy_pattern
+from aiaudit.core.startup import lazy_pattern
 
 # XML 1.0 section 2.2 "Char": #x9 | #xA | #xD | [#x20-#xD7FF] | [#xE000-#xFFFD] |
 # [#x10000-#x10FFFF].  Everything else (C0 controls, lone surrogates from undecodable file

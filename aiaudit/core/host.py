@@ -19,9 +19,9 @@ import signal
 import stat
 import threading
 import time
-from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence, TypeVar
 
-from aiaudit.core.records import record
+from aiaudit.core.startup.records import record
 
 if TYPE_CHECKING:
     import subprocess
@@ -147,7 +147,9 @@ class Host:
         self._globs: dict[str, tuple[str, ...]] = {}
         """Bytes of content in ``_bytes`` (bounded by :data:`CACHE_BUDGET`)."""
         self._resolved: dict[str, str | HostError] = {}
-        self._memo: dict[object, object] = {}
+        self._memo: dict[object, Any] = {}
+        """Key -> what its factory returned (or :class:`_Raised`); ``Any``: each key has
+        its own type, which :meth:`memo`'s caller knows."""
         self._prefixes: dict[str, str] = {}
         self._lstats: dict[str, os.stat_result] = {}
         self._real_prefix = "" if self.is_real_root else self.root
@@ -169,7 +171,7 @@ class Host:
                 hit = self._memo[key]
                 if isinstance(hit, _Raised):
                     raise hit.exc
-                return cast(T, hit)  # stored by factory() for this key
+                return hit  # type: ignore[no-any-return]  # stored for this key by factory()
         try:
             value = factory()
         except Exception as exc:
@@ -178,7 +180,7 @@ class Host:
             raise
         with self._lock:
             self._memo.setdefault(key, value)
-            return cast(T, self._memo[key])
+            return self._memo[key]  # type: ignore[no-any-return]  # (no cast(): a call)
 
     # ----------------------------------------------------------------- paths
     @property

@@ -27,7 +27,7 @@ from typing import Callable
 from aiaudit.core.errors import HostError
 from aiaudit.core.host import Host
 from aiaudit.core.model import HostInfo
-from aiaudit.core.records import record
+from aiaudit.core.startup.records import record
 
 _MACHINE_ID = re.compile(r"^[0-9a-f]{32}$")
 """machine-id(5): 32 lower-case hex digits; an image ships it empty or ``uninitialized``."""
@@ -49,7 +49,7 @@ def _read(host: Host, path: str) -> str | None:
 
 
 def _kv(text: str) -> dict[str, str]:
-    from aiaudit.core.osrelease import parse_os_release
+    from aiaudit.core.identity import parse_os_release
 
     return parse_os_release(text)
 
@@ -232,3 +232,30 @@ def host_info(host: Host) -> HostInfo:
         image_build=stamp.build if stamp else None,
         os_release_path=osr_path,
     )
+
+
+_LINE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
+
+
+def _unquote(value: str) -> str:
+    value = value.strip()
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+        inner = value[1:-1]
+        if value[0] == '"':
+            inner = re.sub(r'\\([\\$"`])', r"\1", inner)
+        return inner
+    return value
+
+
+def parse_os_release(text: str) -> dict[str, str]:
+    """Fields of an os-release file; lines that are not assignments are ignored (as
+    systemd and the ``distro`` library do)."""
+    out: dict[str, str] = {}
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        m = _LINE.match(line)
+        if m:
+            out[m.group(1)] = _unquote(m.group(2))
+    return out

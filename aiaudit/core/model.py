@@ -13,7 +13,7 @@ from dataclasses import field
 from typing import Any, Mapping
 
 from aiaudit.core.errors import NotFound
-from aiaudit.core.records import record
+from aiaudit.core.startup.records import record
 
 
 class Status(str, enum.Enum):

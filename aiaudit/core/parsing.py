@@ -3,9 +3,6 @@
 
 from __future__ import annotations
 
-import re
-from typing import Callable
-
 from aiaudit.core.errors import ParseError
 
 MAX_INT_DIGITS = 1000
@@ -24,18 +21,3 @@ def to_int(text: str, base: int = 10, *, what: str = "number", source: str | Non
         raise ParseError(f"{what} of {len(text)} characters: too long to be a number "
                          f"(at most {MAX_INT_DIGITS} digits)", source=source, line=line)
     return int(text, base)
-
-
-def lazy_pattern(pattern: str, flags: int = 0) -> Callable[[], re.Pattern[str]]:
-    """A regular expression compiled on first use: ``_X = lazy_pattern(r"...")``, then
-    ``_X().match(text)``.  A scan imports parsers for files most hosts do not have (GRUB
-    menus, NVIDIA driver versions, wheel names); compiling each of their expressions at
-    import costs about 0.1 ms, paid even when nothing is parsed."""
-    compiled: list[re.Pattern[str]] = []
-
-    def get() -> re.Pattern[str]:
-        if not compiled:
-            compiled.append(re.compile(pattern, flags))
-        return compiled[0]
-
-    return get

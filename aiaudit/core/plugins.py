@@ -19,7 +19,11 @@ import pluggy
 from aiaudit import hookspecs
 from aiaudit.api import CheckSpec, ReporterSpec, RulesetSource
 from aiaudit.core.errors import UsageError
-from aiaudit.core.records import record
+from aiaudit.core.startup.entrypoints import (
+    EntryPoint,
+    find_entry_points,
+)
+from aiaudit.core.startup.records import record
 
 if TYPE_CHECKING:
     from aiaudit.core.host import Deadline
@@ -43,19 +47,27 @@ class Registry:
 T = TypeVar("T")
 
 
-def builtin_module(kind: str, key: str) -> str | None:
-    """The built-in module that provides check ``key`` or reporter ``key``, by the layout
-    rule (check ``kernel.sysctl`` is ``aiaudit.checks.kernel.sysctl``, reporter ``json`` is
-    ``aiaudit.reporters.json``), or ``None`` when no such module exists.  Found without
-    importing the module itself (only its parent packages), so a third-party plugin cannot
-    claim a built-in id before the built-in module is loaded."""
-    import importlib.util
-
+def _builtin_name(kind: str, key: str) -> str | None:
+    """The module name the layout rule gives check or reporter ``key`` (check
+    ``kernel.sysctl`` is ``aiaudit.checks.kernel.sysctl``, reporter ``json`` is
+    ``aiaudit.reporters.json``), or ``None`` for a key that cannot name a module."""
     package = BUILTIN_PACKAGES[0] if kind == "check" else BUILTIN_PACKAGES[1]
     if not key or not all(part.isidentifier() and not part.startswith("_")
                           for part in key.split(".")):
         return None
-    name = f"{package}.{key}"
+    return f"{package}.{key}"
+
+
+def builtin_module(kind: str, key: str) -> str | None:
+    """The built-in module that provides check ``key`` or reporter ``key`` by the layout
+    rule, or ``None`` when no such module exists.  Found without importing the module itself
+    (only its parent packages), so a third-party plugin cannot claim a built-in id before
+    the built-in module is loaded."""
+    import importlib.util
+
+    name = _builtin_name(kind, key)
+    if name is None:
+        return None
     try:
         spec = importlib.util.find_spec(name)
     except (ImportError, ValueError):  # a parent that is a module, not a package
@@ -69,9 +81,10 @@ def builtin_module(kind: str, key: str) -> str | None:
 class LazyTable(Mapping[str, T]):
     """A read-only mapping whose built-in entries are imported on first use.
 
-    A lookup imports only the module the layout rule names for the key
-    (:func:`builtin_module`).  Iteration, ``len`` and a key no such module registers import
-    every built-in module first, so the table always answers as if everything were loaded.
+    A lookup imports only the module the layout rule names for the key (no search first:
+    one import, the finder's work done once).  Iteration, ``len`` and a key no such module
+    registers import every built-in module first, so the table always answers as if
+    everything were loaded.
     """
 
     def __init__(self, loaded: dict[str, T], kind: str, loader: _Loader) -> None:
@@ -79,22 +92,21 @@ class LazyTable(Mapping[str, T]):
         self._kind = kind
         self._loader = loader
 
+    def _load(self, key: str) -> bool:
+        """Import the module the layout rule names for ``key``; whether it registered it."""
+        name = _builtin_name(self._kind, key)
+        if name is not None:
+            self._loader.load_builtin(name)
+        return key in self._loaded
+
     def __getitem__(self, key: str) -> T:
-        if key not in self._loaded:
-            mod = builtin_module(self._kind, key)
-            if mod is not None:
-                self._loader.load_module(mod)
-            if key not in self._loaded:  # unknown here: look everywhere
-                self._loader.load_all()
+        if key not in self._loaded and not self._load(key):
+            self._loader.load_all()  # unknown here: look everywhere
         return self._loaded[key]
 
     def __contains__(self, key: object) -> bool:
-        if key in self._loaded:
+        if key in self._loaded or (isinstance(key, str) and self._load(key)):
             return True
-        if isinstance(key, str) and builtin_module(self._kind, key) is not None:
-            self._loader.load_module(builtin_module(self._kind, key) or "")
-            if key in self._loaded:
-                return True
         self._loader.load_all()
         return key in self._loaded
 
@@ -107,21 +119,6 @@ class LazyTable(Mapping[str, T]):
         return len(self._loaded)
 
 
-@record
-class EntryPoint:
-    """One ``aiaudit`` entry point of an installed distribution."""
-
-    name: str
-    target: str
-    """``module`` or ``module:attr``."""
-    dist: str = ""
-    """The distribution that declares it (``aiaudit-demo-plugin 0.1``), as its
-    ``.dist-info`` folder names it."""
-
-    def describe(self) -> str:
-        """How messages name this plugin: its distribution and entry point."""
-        dist = f"distribution {self.dist}" if self.dist else "an unnamed distribution"
-        return f"plugin {self.name!r} ({dist}, entry point {self.name} = {self.target})"
 
 
 BUILTIN_ORIGIN = "aiaudit (built-in)"
@@ -194,6 +191,21 @@ class _Loader:
         """Import built-in module ``name`` and register it (once)."""
         if self.pm.get_plugin(name) is None:
             self.register(importlib.import_module(name), name)
+
+    def load_builtin(self, name: str) -> None:
+        """Import and register built-in module ``name`` if it exists; nothing when it (or a
+        package on its way) does not.  An import error inside an existing module is
+        raised."""
+        if self.pm.get_plugin(name) is not None:
+            return
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            missing = exc.name or ""
+            if missing and (name == missing or name.startswith(missing + ".")):
+                return
+            raise
+        self.register(module, name)
 
     def load_all(self) -> None:
         """Register every built-in module."""
@@ -389,104 +401,12 @@ def builtin_modules() -> list[ModuleType]:
     return mods
 
 
-def find_entry_points(group: str) -> list[EntryPoint]:
-    """Every entry point in ``group`` of the distributions on ``sys.path``.
-
-    Reads ``*.dist-info/entry_points.txt`` (and ``*.egg-info``) directly: the same files
-    :mod:`importlib.metadata` reads, without importing it (it pulls in the email package,
-    a large share of a scan's start-up time).  The first distribution on ``sys.path`` wins
-    for a duplicated name, as in importlib.metadata.  A file that does not contain the
-    group's name is not decoded or parsed (callgrind: 53 k instructions per installed
-    distribution before, 13 k after).
-    """
-    import os
-    import sys
-
-    needle = group.encode()
-    seen: set[str] = set()
-    out: list[EntryPoint] = []
-    for entry in sys.path:
-        try:
-            names = os.listdir(entry or ".")
-        except OSError:
-            continue
-        for dist in sorted(names):
-            if not dist.endswith((".dist-info", ".egg-info")):
-                continue
-            project = dist.rsplit(".", 1)[0].split("-")[0].lower().replace("_", "-")
-            if project in seen:
-                continue
-            seen.add(project)
-            data = _read_bytes(os.path.join(entry or ".", dist, "entry_points.txt"))
-            if data is None or needle not in data:
-                continue
-            found = _parse_entry_points(data.decode("utf-8", "replace"), group)
-            if found:
-                label = _dist_label(os.path.join(entry or ".", dist))
-                out += [EntryPoint(name, target, label) for name, target in found]
-    return out
 
 
-def _dist_label(folder: str) -> str:
-    """``Name Version`` of the distribution whose metadata folder is ``folder`` (from its
-    ``METADATA`` / ``PKG-INFO``, else the folder's name)."""
-    import os
-
-    stem = os.path.basename(folder).rsplit(".", 1)[0]
-    name, _, version = stem.partition("-")
-    for meta in ("METADATA", "PKG-INFO"):
-        try:
-            with open(os.path.join(folder, meta), encoding="utf-8", errors="replace") as fh:
-                head = fh.read(4096)
-        except OSError:
-            continue
-        for line in head.splitlines():
-            if not line.strip():
-                break  # the headers end at the first blank line
-            key, _, value = line.partition(":")
-            if key.lower() == "name" and value.strip():
-                name = value.strip()
-            elif key.lower() == "version" and value.strip():
-                version = value.strip()
-        break
-    return f"{name} {version}".strip()
 
 
-def _read_bytes(path: str) -> bytes | None:
-    """The bytes of ``path``, ``None`` if it cannot be read (most distributions have no
-    entry_points.txt): ``os.open``/``os.read`` without a file object, half the cost."""
-    import os
-
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
-        return None
-    chunks = []
-    try:
-        while chunk := os.read(fd, 1 << 16):
-            chunks.append(chunk)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    return b"".join(chunks)
 
 
-def _parse_entry_points(text: str, group: str) -> list[tuple[str, str]]:
-    """Entries of ``[group]`` in an ``entry_points.txt`` (INI-style) file."""
-    out = []
-    section = None
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line or line[0] in "#;":
-            continue
-        if line.startswith("[") and line.endswith("]"):
-            section = line[1:-1].strip()
-            continue
-        if section == group and "=" in line:
-            name, _, value = line.partition("=")
-            out.append((name.strip(), value.strip()))
-    return out
 
 
 def _load_target(target: str) -> object:

@@ -22,8 +22,8 @@ from aiaudit.api import CheckContext
 from aiaudit.core.errors import AuditError
 from aiaudit.core.host import Deadline
 from aiaudit.core.model import Result, error_result
-from aiaudit.core.records import record
 from aiaudit.core.ruleset import Rule
+from aiaudit.core.startup.records import record
 from aiaudit.core.wellformed import MAX_RESULTS, result_problem
 
 if TYPE_CHECKING:

@@ -11,7 +11,6 @@ line returns for it.
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import field
 from typing import Any, Callable, Mapping, Sequence
@@ -21,9 +20,10 @@ from aiaudit.api import CheckContext
 from aiaudit.core.errors import ExitCode
 from aiaudit.core.host import Deadline, Host
 from aiaudit.core.model import Finding, HostInfo, Result, RunResult, Severity, Status, Waiver
-from aiaudit.core.records import record
 from aiaudit.core.ruleset import Rule, Ruleset
 from aiaudit.core.runner import DEFAULT_RULE_TIMEOUT, run_rules
+from aiaudit.core.startup import random_uuid
+from aiaudit.core.startup.records import record
 
 
 @record
@@ -119,16 +119,6 @@ def scan(ruleset: Ruleset, host: Host, options: ScanOptions,
 def _finding(rule: Rule, result: Result) -> Finding:
     return Finding(rule_id=rule.id, check=rule.check.id, severity=rule.info.severity,
                    title=rule.info.title, result=result)
-
-
-def random_uuid() -> str:
-    """A random (version 4, RFC 4122) UUID string, as ``str(uuid.uuid4())`` gives, without
-    importing :mod:`uuid` (which imports :mod:`platform`: 4 ms of a prolog's start-up)."""
-    b = bytearray(os.urandom(16))
-    b[6] = (b[6] & 0x0F) | 0x40  # version 4
-    b[8] = (b[8] & 0x3F) | 0x80  # variant RFC 4122
-    h = b.hex()
-    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 ON_ERROR_CHOICES = ("code", "fail", "pass")

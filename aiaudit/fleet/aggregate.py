@@ -13,7 +13,7 @@ from array import array
 from collections import defaultdict
 from typing import Iterable
 
-from aiaudit.core.records import record
+from aiaudit.core.startup.records import record
 from aiaudit.fleet import drift, identity
 from aiaudit.fleet.extract import STATUSES, Group, NodeReport
 from aiaudit.fleet.model import Column, Fleet, GroupView, RuleRow

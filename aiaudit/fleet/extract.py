@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 from typing import Any, Iterator, Mapping
 
-from aiaudit.core.records import record
+from aiaudit.core.startup.records import record
 from aiaudit.fleet.hostlist import HOSTNAME
 
 STATUSES: tuple[str, ...] = ("pass", "fail", "error", "skip", "waived")

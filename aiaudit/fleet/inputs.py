@@ -25,7 +25,7 @@ import stat
 import sys
 from typing import IO, Iterable, Iterator
 
-from aiaudit.core.records import record
+from aiaudit.core.startup.records import record
 from aiaudit.fleet import skim
 
 MAX_DOCUMENT = 64 * 1024 * 1024

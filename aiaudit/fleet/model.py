@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aiaudit.core.records import record
+from aiaudit.core.startup.records import record
 from aiaudit.fleet.extract import Group
 
 

@@ -7,7 +7,7 @@ matches are read in sorted order); ``hwcap`` lines are obsolete and ignored.
 
 from __future__ import annotations
 
-from aiaudit.core.records import record
+from aiaudit.core.startup.records import record
 
 DEFAULT_DIRS = (
     "/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu",

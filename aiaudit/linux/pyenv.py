@@ -16,8 +16,8 @@ import warnings
 from typing import Any
 
 from aiaudit.core.errors import ParseError
-from aiaudit.core.parsing import lazy_pattern
-from aiaudit.core.records import record
+from aiaudit.core.startup import lazy_pattern
+from aiaudit.core.startup.records import record
 
 
 def literal_assignments(text: str) -> dict[str, Any]:

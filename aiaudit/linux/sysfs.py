@@ -12,7 +12,7 @@ from typing import Iterable
 
 from aiaudit.core.errors import HostError, ParseError
 from aiaudit.core.host import Host
-from aiaudit.core.records import record
+from aiaudit.core.startup.records import record
 
 
 @record

@@ -37,7 +37,7 @@ from typing import Any
 
 from aiaudit.core.errors import UsageError
 from aiaudit.core.model import Finding, RunResult, Status
-from aiaudit.core.records import record
+from aiaudit.core.startup.records import record
 
 CHANGE_KINDS = ("added", "fixed", "changed", "gone")
 CLOSING_STATUSES = (Status.FAIL, Status.WAIVED, Status.ERROR)

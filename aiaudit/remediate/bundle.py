@@ -55,7 +55,7 @@ from aiaudit.core.model import (
     Status,
     merged_mode,
 )
-from aiaudit.core.records import record
+from aiaudit.core.startup.records import record
 
 FILE_MODE = DEFAULT_FILE_MODE
 """The mode of a file the bundle installs without a mode of its own (and of an edited file

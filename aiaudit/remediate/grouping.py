@@ -17,7 +17,7 @@ from aiaudit.core.model import (
     merged_mode,
     sorted_findings,
 )
-from aiaudit.core.records import record
+from aiaudit.core.startup.records import record
 
 
 @record(frozen=False)

@@ -30,7 +30,7 @@ from typing import Any, Mapping
 from aiaudit.api import ReporterSpec, RunResult, hookimpl
 from aiaudit.core.escape import human_safe
 from aiaudit.core.model import DEFAULT_FILE_MODE, Finding, Severity, Status, sorted_findings
-from aiaudit.core.records import record
+from aiaudit.core.startup.records import record
 from aiaudit.remediate.grouping import FixGroup, fix_groups, heredoc
 from aiaudit.reporters._common import (
     evidence_text,

@@ -9,7 +9,7 @@ At boot (:func:`aiaudit.linux.cpu.settings.boost_disabled_at_boot`): enabled ser
 those files, tuned ``[cpu] no_turbo``; the kernel default allows boost.
 
 Gather: :mod:`aiaudit.linux.cpu.cpufreq`, :mod:`aiaudit.linux.cpu.settings`.
-Decide: :func:`aiaudit.linux.cpu.cpufreq.boost_state`, :func:`aiaudit.linux.cpu.verdicts.judge`.
+Decide: :func:`aiaudit.linux.cpu.cpufreq.boost_state`, :func:`aiaudit.linux.cpu.settings.judge`.
 """
 
 from __future__ import annotations
@@ -29,8 +29,7 @@ from aiaudit.api import (
 from aiaudit.core.errors import HostError, ParseError
 from aiaudit.linux.cpu import cpufreq, settings
 from aiaudit.linux.cpu.cpufreq import CPU, CPUFREQ
-from aiaudit.linux.cpu.settings import BootSetting
-from aiaudit.linux.cpu.verdicts import judge
+from aiaudit.linux.cpu.settings import BootSetting, judge
 from aiaudit.linux.systemd.bootcmds import oneshot_unit
 
 BOOST_SCHEMA: dict[str, Any] = {

@@ -10,7 +10,7 @@ governor (intel_pstate and amd-pstate-epp, amd-pstate.c ``amd_pstate_epp_update_
 else the firmware's default preference.
 
 Gather: :mod:`aiaudit.linux.cpu.cpufreq`, :mod:`aiaudit.linux.cpu.settings`.
-Decide: :func:`aiaudit.linux.cpu.verdicts.judge`.
+Decide: :func:`aiaudit.linux.cpu.settings.judge`.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from aiaudit.api import (
 from aiaudit.core.errors import HostError, ParseError
 from aiaudit.linux.cpu import cpufreq, settings
 from aiaudit.linux.cpu.cpufreq import CPUFREQ
-from aiaudit.linux.cpu.verdicts import judge
+from aiaudit.linux.cpu.settings import judge
 from aiaudit.linux.systemd.bootcmds import oneshot_unit
 
 EPP_SCHEMA: dict[str, Any] = {

@@ -13,7 +13,7 @@ services running ``cpupower frequency-set -g`` or writing ``scaling_governor``, 
 ``[cpu] governor``.
 
 Gather: :mod:`aiaudit.linux.cpu.cpufreq`, :func:`~aiaudit.linux.cpu.settings.boot_governor`.
-Decide: :func:`aiaudit.linux.cpu.verdicts.judge`.
+Decide: :func:`aiaudit.linux.cpu.settings.judge`.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from aiaudit.core.errors import HostError, ParseError
 from aiaudit.core.host import Host
 from aiaudit.linux.cpu import cpufreq, settings
 from aiaudit.linux.cpu.cpufreq import CPUFREQ
-from aiaudit.linux.cpu.verdicts import judge
+from aiaudit.linux.cpu.settings import judge
 from aiaudit.linux.systemd.bootcmds import oneshot_unit
 
 GOV_SCHEMA: dict[str, Any] = {

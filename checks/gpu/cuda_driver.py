@@ -26,7 +26,7 @@ from aiaudit.api import (
     hookimpl,
 )
 from aiaudit.core.host import Host
-from aiaudit.core.records import record
+from aiaudit.core.startup.records import record
 from aiaudit.linux.gpu import compat, cuda, driver
 from aiaudit.linux.gpu import stack as gs
 

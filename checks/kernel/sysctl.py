@@ -38,9 +38,9 @@ from aiaudit.api import (
 )
 from aiaudit.core.errors import HostError, NotFound, ParseError
 from aiaudit.core.host import Host
-from aiaudit.core.records import record
 from aiaudit.core.ruleset import predicates
 from aiaudit.core.ruleset.predicates import Predicate
+from aiaudit.core.startup.records import record
 from aiaudit.linux.sysctl import boot as sysctl_boot
 from aiaudit.linux.sysctl import conf as sp
 from aiaudit.linux.sysctl.dropin import dropin_path

@@ -32,7 +32,7 @@ from aiaudit.api import (
 )
 from aiaudit.core.errors import HostError, ParseError
 from aiaudit.core.host import Host
-from aiaudit.core.records import record
+from aiaudit.core.startup.records import record
 from aiaudit.linux.sysctl import conf as sp
 from aiaudit.linux.sysctl import ram
 from aiaudit.linux.sysctl.dropin import DROPIN

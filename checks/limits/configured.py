@@ -39,9 +39,9 @@ from aiaudit.api import (
 )
 from aiaudit.core.errors import HostError, NotFound, ParseError
 from aiaudit.core.host import Host
-from aiaudit.core.records import record
 from aiaudit.core.ruleset import predicates
 from aiaudit.core.ruleset.predicates import Predicate
+from aiaudit.core.startup.records import record
 from aiaudit.linux.accounts import passwd as pw
 from aiaudit.linux.accounts.users import (
     PASSWD_MISSING,
@@ -50,14 +50,15 @@ from aiaudit.linux.accounts.users import (
     accounts_error_evidence,
 )
 from aiaudit.linux.pam_limits import conf as lp
-from aiaudit.linux.pam_limits.build import PamBuild, pam_build
+from aiaudit.linux.pam_limits.conf import subject_for
 from aiaudit.linux.pam_limits.files import (
+    PamBuild,
     Read,
     limits_file_evidence,
     limits_files,
     limits_search,
+    pam_build,
 )
-from aiaudit.linux.pam_limits.subject import subject_for
 
 ITEMS = (*lp.ITEMS, "maxlogins", "maxsyslogins")
 """Items this check compares (every rlimit pam_limits sets, and the login counts)."""

@@ -30,12 +30,12 @@ from aiaudit.api import (
 )
 from aiaudit.core.errors import HostError, ParseError
 from aiaudit.core.host import Host
-from aiaudit.core.records import record
+from aiaudit.core.startup.records import record
 from aiaudit.linux.accounts import passwd as pw
 from aiaudit.linux.accounts.users import Accounts, training_user
 from aiaudit.linux.pam_limits import conf as lp
-from aiaudit.linux.pam_limits.service import not_applicable
 from aiaudit.linux.pam_limits.session import DROPIN, Effective, effective
+from aiaudit.linux.pam_limits.stack import not_applicable
 from aiaudit.linux.pam_limits.start import ITEM_KEYS
 
 MIN_SCHEMA = {"oneOf": [{"type": "integer", "minimum": 0}, {"const": "unlimited"}]}

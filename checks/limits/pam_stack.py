@@ -3,7 +3,7 @@
 For each service (sshd by default) libpam's session stack is followed as libpam reads it
 (:mod:`aiaudit.linux.pam_limits.stack`: the service file or ``other``, ``@include``,
 ``include``, ``substack``) to a ``session ... pam_limits.so`` line; for sshd ``UsePAM`` must
-also be ``yes`` (:mod:`aiaudit.linux.pam_limits.service`).  A stack naming a missing file is
+also be ``yes`` (:mod:`aiaudit.linux.pam_limits.stack`).  A stack naming a missing file is
 broken: libpam refuses every session.  Without the line limits.conf never applies.
 
 Sources: pam.conf(5), libpam ``pam_handlers.c`` (checked against the real libpam in
@@ -27,8 +27,7 @@ from aiaudit.api import (
 )
 from aiaudit.core.errors import HostError, ParseError
 from aiaudit.core.host import Host
-from aiaudit.linux.pam_limits.service import not_applicable, sshd_use_pam
-from aiaudit.linux.pam_limits.stack import Stack, pam_stack
+from aiaudit.linux.pam_limits.stack import Stack, not_applicable, pam_stack, sshd_use_pam
 
 SERVICES_SCHEMA = {"type": "array", "items": {"type": "string",
                                               "pattern": "^[A-Za-z0-9_.@+-]+$"},

@@ -25,7 +25,7 @@ from aiaudit.api import (
 )
 from aiaudit.core.errors import HostError, ParseError
 from aiaudit.core.host import Host
-from aiaudit.core.records import record
+from aiaudit.core.startup.records import record
 from aiaudit.linux.pci import sysfs
 from aiaudit.linux.pci.devices import PCI, PciDev, pci_devices
 

@@ -24,7 +24,7 @@ from aiaudit.api import (
 )
 from aiaudit.core.errors import HostError, ParseError
 from aiaudit.core.host import Host
-from aiaudit.core.records import record
+from aiaudit.core.startup.records import record
 from aiaudit.linux.pci import sysfs
 from aiaudit.linux.pci.rdma import IB, rdma_devices
 

@@ -30,7 +30,7 @@ from aiaudit.api import (
 )
 from aiaudit.core.errors import HostError, ParseError
 from aiaudit.core.host import Host
-from aiaudit.core.records import record
+from aiaudit.core.startup.records import record
 from aiaudit.linux.accounts.users import accounts
 from aiaudit.linux.pam_limits import conf as lp
 from aiaudit.linux.pam_limits.start import ITEM_KEYS, SYSTEMD_DEFAULTS, Start, daemon_limits

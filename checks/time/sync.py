@@ -32,7 +32,7 @@ from aiaudit.api import (
 )
 from aiaudit.core.errors import HostError, ParseError
 from aiaudit.core.host import Host
-from aiaudit.core.records import record
+from aiaudit.core.startup.records import record
 from aiaudit.linux.rootkind import NOT_BOOTED, boots
 
 UNITS = ("chrony.service", "chronyd.service", "systemd-timesyncd.service", "ntp.service",

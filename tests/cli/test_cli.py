@@ -368,3 +368,16 @@ def test_deeply_nested_json_report_is_a_usage_error(tmp_path, depth: int, needle
     report.write_text("[" * depth + "]" * depth)
     _usage_error(cli("render", str(report)), needle)
     _usage_error(cli("scan", "--root", str(tmp_path), "--changes-since", str(report)), needle)
+
+
+def test_every_exit_code_is_documented() -> None:
+    """Every ``ExitCode`` is in the README's table and in ``--help`` (5 is the fleet's)."""
+    from aiaudit.cli.fleet import FLEET_EXIT_HELP
+    from aiaudit.cli.options import EXIT_CODES_HELP
+    from aiaudit.core.errors import ExitCode
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    for code in ExitCode:
+        assert f"\n| {int(code)} |" in readme, code
+        text = FLEET_EXIT_HELP if code is ExitCode.BAD_INPUT else EXIT_CODES_HELP
+        assert f"\n  {int(code)}  " in text, code

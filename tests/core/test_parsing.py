@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from aiaudit.core.parsing import lazy_pattern
+from aiaudit.core.startup import lazy_pattern
 
 
 def test_compiled_once_on_first_use(monkeypatch) -> None:

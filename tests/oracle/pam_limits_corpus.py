@@ -16,11 +16,10 @@ from typing import Any
 from aiaudit.core.host import Host
 from aiaudit.linux.accounts import users
 from aiaudit.linux.pam_limits import conf as lp
-from aiaudit.linux.pam_limits.build import PamBuild
-from aiaudit.linux.pam_limits.files import limits_files
+from aiaudit.linux.pam_limits.conf import subject_for
+from aiaudit.linux.pam_limits.files import PamBuild, limits_files
 from aiaudit.linux.pam_limits.stack import pam_stack
 from aiaudit.linux.pam_limits.start import FD_SETSIZE
-from aiaudit.linux.pam_limits.subject import subject_for
 
 PASSWD = ("root:x:0:0:root:/root:/bin/sh\n"
           "alice:x:1000:1000::/home/alice:/bin/sh\n"

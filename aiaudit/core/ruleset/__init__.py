@@ -18,13 +18,12 @@ from typing import Any, Callable, Mapping, Sequence
 from aiaudit.api import CheckSpec
 from aiaudit.core import resources
 from aiaudit.core.errors import RulesetError, UsageError
-from aiaudit.core.inputs import read_input
 from aiaudit.core.model import RuleInfo, Severity
 from aiaudit.core.plugins import Registry
-from aiaudit.core.records import record
 from aiaudit.core.ruleset import composite
-from aiaudit.core.ruleset.params import with_defaults
+from aiaudit.core.ruleset.composite import with_defaults
 from aiaudit.core.ruleset.yamlpos import Located
+from aiaudit.core.startup.records import record
 
 _with_defaults = with_defaults
 """The former private name (test helpers bind check params with it)."""
@@ -153,6 +152,8 @@ def _load_doc(ref: str, registry: Registry, base_dir: str | None,
 
     if is_path(ref):
         path = ref if os.path.isabs(ref) or base_dir is None else os.path.join(base_dir, ref)
+        from aiaudit.core.inputs import read_input  # a ruleset file: not for shipped ones
+
         text, origin, trusted = read_input(path, "ruleset", MAX_RULESET_BYTES), path, False
         real: str | None = os.path.realpath(path)
     else:

@@ -35,8 +35,7 @@ from typing import Any, Iterator, Mapping, Sequence
 from aiaudit.api import CheckContext, CheckSpec
 from aiaudit.core.errors import AuditError
 from aiaudit.core.model import Remediation, Result, Snippet, SnippetKind, Status, merged_mode
-from aiaudit.core.records import record
-from aiaudit.core.ruleset.params import with_defaults
+from aiaudit.core.startup.records import record
 from aiaudit.core.wellformed import MAX_RESULTS, result_problem
 
 KINDS = ("any_of", "all_of")
@@ -274,3 +273,13 @@ def bind(kind: str, raw_parts: Sequence[Mapping[str, Any]], checks: Mapping[str,
         problems += validate(params, check.params_schema, [*path, i, "params"])
         out.append(Part(name, check, with_defaults(params, check.params_schema)))
     return tuple(out), problems
+
+
+def with_defaults(params: Mapping[str, Any], schema_doc: Mapping[str, Any]) -> dict[str, Any]:
+    """``params`` with the ``default`` of every absent top-level property of the check's
+    params schema filled in."""
+    out = dict(params)
+    for key, prop in (schema_doc.get("properties") or {}).items():
+        if key not in out and isinstance(prop, dict) and "default" in prop:
+            out[key] = prop["default"]
+    return out

@@ -30,8 +30,8 @@ from __future__ import annotations
 import re
 from typing import Any, Callable, Mapping, Sequence
 
-from aiaudit.core.records import record
 from aiaudit.core.ruleset.compare import OPS, _eq, _num, describe, holds
+from aiaudit.core.startup.records import record
 
 SET_KEYS = ("subset_of", "contains", "excludes", "set_equals")
 """Params that compare the value as a set of elements."""

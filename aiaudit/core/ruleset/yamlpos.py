@@ -7,7 +7,7 @@ from dataclasses import field
 from functools import cache
 from typing import TYPE_CHECKING, Any, Sequence
 
-from aiaudit.core.records import record
+from aiaudit.core.startup.records import record
 
 if TYPE_CHECKING:  # yaml is imported only when a YAML document is really parsed
     import yaml

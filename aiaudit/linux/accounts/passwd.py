@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 
 from aiaudit.core.errors import ParseError
-from aiaudit.core.records import record
+from aiaudit.core.startup.records import record
 
 LOCAL_NSS_SOURCES = frozenset({"files", "compat", "systemd", "db", "cache", "altfiles"})
 """nsswitch sources that add no directory-service users or groups (``systemd`` only

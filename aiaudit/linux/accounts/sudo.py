@@ -18,7 +18,7 @@ from typing import Callable
 
 from aiaudit.core.errors import HostError, ParseError
 from aiaudit.core.host import Host
-from aiaudit.core.records import record
+from aiaudit.core.startup.records import record
 from aiaudit.linux.accounts import passwd as pw
 from aiaudit.linux.accounts import sudoers as sp
 

@@ -22,8 +22,8 @@ from __future__ import annotations
 import re
 
 from aiaudit.core.errors import ParseError
-from aiaudit.core.parsing import lazy_pattern
-from aiaudit.core.records import record
+from aiaudit.core.startup import lazy_pattern
+from aiaudit.core.startup.records import record
 
 TAGS = frozenset({"NOPASSWD", "PASSWD", "NOEXEC", "EXEC", "SETENV", "NOSETENV", "LOG_INPUT",
                   "NOLOG_INPUT", "LOG_OUTPUT", "NOLOG_OUTPUT", "MAIL", "NOMAIL", "FOLLOW",

@@ -11,7 +11,7 @@ from aiaudit.api import (
 )
 from aiaudit.core.errors import HostError, NotFound, ParseError
 from aiaudit.core.host import Host
-from aiaudit.core.records import record
+from aiaudit.core.startup.records import record
 from aiaudit.linux.accounts import passwd as pw
 
 NO_USER = ("no training user given: pass --user NAME, run under Slurm (SLURM_JOB_USER) or "

@@ -20,8 +20,8 @@ from dataclasses import field
 from aiaudit.core.errors import HostError, ParseError
 from aiaudit.core.host import Host
 from aiaudit.core.model import Evidence, Snippet
-from aiaudit.core.parsing import lazy_pattern
-from aiaudit.core.records import record
+from aiaudit.core.startup import lazy_pattern
+from aiaudit.core.startup.records import record
 from aiaudit.linux.boot import loaders as bc
 from aiaudit.linux.boot.loaders import Param
 

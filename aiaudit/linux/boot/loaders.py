@@ -12,8 +12,8 @@ concatenated); kernel-install(8) (``/etc/kernel/cmdline``).
 from __future__ import annotations
 
 from aiaudit.core.errors import ParseError
-from aiaudit.core.parsing import lazy_pattern
-from aiaudit.core.records import record
+from aiaudit.core.startup import lazy_pattern
+from aiaudit.core.startup.records import record
 
 
 @record

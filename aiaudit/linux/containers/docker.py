@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiaudit.core.errors import HostError, NotFound, ParseError
 from aiaudit.core.host import Host
-from aiaudit.core.records import record
+from aiaudit.core.startup.records import record
 
 if TYPE_CHECKING:
     from aiaudit.linux.systemd.units import Unit

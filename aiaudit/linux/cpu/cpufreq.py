@@ -16,7 +16,7 @@ from typing import Callable
 from aiaudit.core.errors import ParseError
 from aiaudit.core.host import Host
 from aiaudit.core.model import Evidence, Result, Status
-from aiaudit.core.records import record
+from aiaudit.core.startup.records import record
 from aiaudit.linux import sysfs
 from aiaudit.linux.sysfs import read_opt
 

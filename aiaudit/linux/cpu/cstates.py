@@ -22,7 +22,7 @@ import re
 from aiaudit.core.host import Host
 from aiaudit.core.model import Evidence
 from aiaudit.core.parsing import to_int
-from aiaudit.core.records import record
+from aiaudit.core.startup.records import record
 from aiaudit.linux import sysfs
 from aiaudit.linux.boot.cmdline import BootConfig, CmdlineSource, not_found
 from aiaudit.linux.cpu.idle import CPU, CpuIdle, IdleState

@@ -13,7 +13,7 @@ import re
 from aiaudit.core.errors import HostError, ParseError
 from aiaudit.core.host import Host
 from aiaudit.core.parsing import to_int
-from aiaudit.core.records import record
+from aiaudit.core.startup.records import record
 from aiaudit.linux import sysfs
 from aiaudit.linux.sysfs import read_opt
 

@@ -21,11 +21,14 @@ from __future__ import annotations
 
 import re
 import shlex
+from typing import Any
 
 from aiaudit.core.errors import HostError
 from aiaudit.core.host import Host
-from aiaudit.core.model import Evidence
-from aiaudit.core.records import record
+from aiaudit.core.model import Aspect, Evidence, Remediation, Result, Status
+from aiaudit.core.startup.records import record
+from aiaudit.core.verdict import verdict
+from aiaudit.linux import sysfs
 from aiaudit.linux.cpu.cpufreq import ACTIVE_EPP_DRIVERS, CpufreqState
 from aiaudit.linux.kernel.config import config_choice, kernel_config, kernel_config_missing
 from aiaudit.linux.systemd.bootcmds import boot_commands, sysfs_writes
@@ -285,3 +288,46 @@ def boost_at_boot(off: list[BootSetting]) -> BootSetting:
         return BootSetting("disabled", off[-1].source, off[-1].evidence)
     return BootSetting("enabled", "kernel default: boost allowed",
                        Evidence.default("turbo/boost at boot", "enabled"))
+
+
+SUBJECT = "cpufreq"
+
+
+@record
+class FreqVerdict:
+    """The decision for one cpufreq rule."""
+
+    status: Status
+    aspect: Aspect
+    message: str
+    expected: str
+    actual: str | None
+    data: dict[str, Any]
+
+    def result(self, evidence: list[Evidence], remediation: Remediation | None) -> Result:
+        """The rule's result; ``remediation`` is kept only for a failure."""
+        return Result(self.status, SUBJECT, self.message, expected=self.expected,
+                      actual=self.actual, aspect=self.aspect, evidence=tuple(evidence),
+                      remediation=remediation if self.status is Status.FAIL else None,
+                      data=self.data)
+
+
+def judge(*, live: bool, persist: bool, what: str, want: str, state: CpufreqState | None,
+          bad: dict[str, list[int]] | None, runtime_txt: str, win: BootSetting | None,
+          explicit: bool, boot_ok: bool | None) -> FreqVerdict:
+    """Decide from the live policies (``bad``: wrong value -> CPUs, ``None`` offline) and the
+    winning boot setting ``win`` (``boot_ok`` its judgement; ``explicit``: configuration,
+    not a default, sets it).  Without ``persist`` a right live state is enough."""
+    rt_ok = None if bad is None else not bad
+    if live and not persist and rt_ok:
+        boot_ok = True
+    boot_txt = f"{win.value} ({win.source})" if win else "not set (kernel default unknown)"
+    status, aspect, msg = verdict(live, rt_ok, boot_ok, boot_set=explicit, what=what,
+                                  runtime_txt=runtime_txt, boot_txt=boot_txt, want=want)
+    data: dict[str, Any] = {"boot": win.value if win else None}
+    if state is not None:
+        data["drivers"] = state.drivers
+        if bad:
+            data["offending_cpus"] = sysfs.format_cpulist(c for v in bad.values() for c in v)
+    actual = runtime_txt if live else (win.value if win else None)
+    return FreqVerdict(status, aspect, msg, want, actual, data)

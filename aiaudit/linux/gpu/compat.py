@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from aiaudit.core.model import Status
-from aiaudit.core.parsing import lazy_pattern
+from aiaudit.core.startup import lazy_pattern
 from aiaudit.linux.gpu.stack import Lib
 
 FORWARD_COMPAT_CAVEAT = (

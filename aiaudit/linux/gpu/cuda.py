@@ -15,8 +15,8 @@ import re
 from typing import Any, Mapping
 
 from aiaudit.core.errors import ParseError
-from aiaudit.core.parsing import lazy_pattern
-from aiaudit.core.records import record
+from aiaudit.core.startup import lazy_pattern
+from aiaudit.core.startup.records import record
 
 _NUM = lazy_pattern(r"^\d{1,18}(?:\.\d{1,18}){0,2}$")  # 18 digits: any real version
 

@@ -9,8 +9,8 @@ two or three numeric components (``570.26``, ``535.129.03``) and compare per com
 from __future__ import annotations
 
 from aiaudit.core.errors import ParseError
-from aiaudit.core.parsing import lazy_pattern
-from aiaudit.core.records import record
+from aiaudit.core.startup import lazy_pattern
+from aiaudit.core.startup.records import record
 
 _VERSION = lazy_pattern(r"^\d{2,4}\.\d{1,3}(?:\.\d{1,3})?$")
 _PROC = lazy_pattern(

@@ -26,7 +26,7 @@ import re
 from typing import TYPE_CHECKING
 
 from aiaudit.core.errors import ParseError
-from aiaudit.core.records import record
+from aiaudit.core.startup.records import record
 
 if TYPE_CHECKING:
     import xml.etree.ElementTree as ET

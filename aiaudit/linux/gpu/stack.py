@@ -15,8 +15,8 @@ from aiaudit.api import Evidence
 from aiaudit.core import resources
 from aiaudit.core.errors import HostError, LiveStateUnavailable, NotFound, ParseError, TooLarge
 from aiaudit.core.host import Host
-from aiaudit.core.parsing import lazy_pattern
-from aiaudit.core.records import record
+from aiaudit.core.startup import lazy_pattern
+from aiaudit.core.startup.records import record
 from aiaudit.linux import ldconf, pyenv
 from aiaudit.linux.gpu import cuda, nvidia
 from aiaudit.linux.kmod import modinfo as elfmodinfo

@@ -6,7 +6,7 @@ import re
 
 from aiaudit.core.errors import HostError
 from aiaudit.core.host import Host
-from aiaudit.core.records import record
+from aiaudit.core.startup.records import record
 from aiaudit.linux.sysfs import read_opt
 
 PROC_CONFIG = "/proc/config.gz"

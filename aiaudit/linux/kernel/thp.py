@@ -17,7 +17,7 @@ from dataclasses import field
 
 from aiaudit.core.host import Host
 from aiaudit.core.model import Evidence
-from aiaudit.core.records import record
+from aiaudit.core.startup.records import record
 from aiaudit.linux.kernel.config import config_choice, kernel_config, kernel_config_missing
 from aiaudit.linux.systemd.bootcmds import sysfs_writes
 

@@ -10,7 +10,7 @@ and ``_`` are the same (kmod ``modname_normalize``).
 from __future__ import annotations
 
 from aiaudit.core.errors import ParseError
-from aiaudit.core.records import record
+from aiaudit.core.startup.records import record
 
 
 @record

@@ -18,7 +18,7 @@ from typing import Any, Iterator
 from aiaudit.core.errors import HostError
 from aiaudit.core.host import Host
 from aiaudit.core.model import Aspect
-from aiaudit.core.records import record
+from aiaudit.core.startup.records import record
 from aiaudit.linux.netfilter import model as nf
 from aiaudit.linux.netfilter.boot import boot
 from aiaudit.linux.netfilter.running import running

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import field
 
 from aiaudit.core.errors import ParseError
-from aiaudit.core.records import record
+from aiaudit.core.startup.records import record
 from aiaudit.linux.netfilter.iptables import port_ranges
 from aiaudit.linux.netfilter.model import Chain, Cond, Rule, Ruleset
 

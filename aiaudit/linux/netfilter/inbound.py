@@ -32,7 +32,7 @@ import ipaddress
 import re
 from typing import Any, Callable, Mapping
 
-from aiaudit.core.records import record
+from aiaudit.core.startup.records import record
 from aiaudit.linux.netfilter import model as nf
 
 PRESETS = ("ssh", "slurm", "exporters", "fabric")

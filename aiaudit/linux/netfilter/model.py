@@ -22,7 +22,7 @@ import enum
 from dataclasses import field
 from typing import Callable
 
-from aiaudit.core.records import record
+from aiaudit.core.startup.records import record
 
 YES, NO, MAYBE = 1, 0, 2
 

@@ -17,8 +17,9 @@ import re
 from typing import Any, Callable, Iterator
 
 from aiaudit.core.errors import ParseError
-from aiaudit.core.parsing import lazy_pattern, to_int
-from aiaudit.core.records import record
+from aiaudit.core.parsing import to_int
+from aiaudit.core.startup import lazy_pattern
+from aiaudit.core.startup.records import record
 from aiaudit.linux.netfilter.model import Chain, Cond, Rule, Ruleset
 
 FAMILIES = ("ip", "ip6", "inet", "arp", "bridge", "netdev")

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import field
 
 from aiaudit.core.model import Evidence
-from aiaudit.core.records import record
+from aiaudit.core.startup.records import record
 from aiaudit.linux.netfilter import model as nf
 
 NFT_TIMEOUT = 10.0

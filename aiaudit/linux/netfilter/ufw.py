@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 
 from aiaudit.core.errors import ParseError
-from aiaudit.core.records import record
+from aiaudit.core.startup.records import record
 from aiaudit.linux.netfilter.iptables import port_ranges
 from aiaudit.linux.netfilter.model import Chain, Cond, Rule, Ruleset
 

@@ -13,7 +13,7 @@ from dataclasses import field
 
 from aiaudit.core.errors import HostError
 from aiaudit.core.host import Host
-from aiaudit.core.records import record
+from aiaudit.core.startup.records import record
 from aiaudit.linux.network import procnet
 
 MAX_FD_LINKS = 200_000

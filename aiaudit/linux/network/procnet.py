@@ -16,7 +16,7 @@ import ipaddress
 import sys
 
 from aiaudit.core.errors import ParseError
-from aiaudit.core.records import record
+from aiaudit.core.startup.records import record
 
 TCP_LISTEN = 0x0A
 """``TCP_LISTEN`` (include/net/tcp_states.h)."""

@@ -4,19 +4,19 @@ name, or by process name on any port.
 
 The table is ``data/network_services.yaml``, package data of ``aiaudit.checks``; a scan
 reads its JSON twin ``network_services.json`` (written by ``python -m
-aiaudit.core.ruleset.builtin checks/data``) when it matches the YAML bytes.
+aiaudit.core.startup.twins checks/data``) when it matches the YAML bytes.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from aiaudit.core.records import record
+from aiaudit.core.startup.records import record
 from aiaudit.linux.network.owners import Owner
 
 SERVICES_DATA = "data/network_services.yaml"
 """The service table (package data of ``aiaudit.checks``); its JSON twin
-``network_services.json`` is written by ``python -m aiaudit.core.ruleset.builtin checks/data``."""
+``network_services.json`` is written by ``python -m aiaudit.core.startup.twins checks/data``."""
 
 
 @record
@@ -38,17 +38,17 @@ def _services_data() -> Any:
     """The parsed service table: the JSON twin when it matches the YAML bytes (no PyYAML
     import, about 15 ms of a scan), else the YAML itself."""
     from aiaudit.core import resources
-    from aiaudit.core.ruleset.builtin import fingerprint
+    from aiaudit.core.startup import twins
 
-    raw = resources.read_bytes("aiaudit.checks", SERVICES_DATA)
-    twin = SERVICES_DATA[: -len(".yaml")] + ".json"
-    if resources.exists("aiaudit.checks", twin):
-        import json
-
-        doc = json.loads(resources.read_text("aiaudit.checks", twin))
-        if doc.get("source_crc32") == fingerprint(raw):
-            return doc["data"]
+    package = "aiaudit.checks"
+    data = twins.load(lambda n: resources.read_bytes(package, n),
+                      lambda n: resources.read_text(package, n),
+                      lambda n: resources.exists(package, n), SERVICES_DATA)
+    if data is not None:
+        return data
     import yaml
+
+    raw = resources.read_bytes(package, SERVICES_DATA)
 
     return yaml.load(raw.decode("utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from aiaudit.core.errors import HostError, NotFound, ParseError
 from aiaudit.core.host import Host
 from aiaudit.core.model import Aspect, Evidence, Result, Status
-from aiaudit.core.records import record
+from aiaudit.core.startup.records import record
 from aiaudit.linux.network import procnet
 from aiaudit.linux.network.owners import Owners, find_owners
 

@@ -17,8 +17,8 @@ import re
 
 from aiaudit.core.errors import HostError, ParseError
 from aiaudit.core.host import Host
-from aiaudit.core.parsing import lazy_pattern
-from aiaudit.core.records import record
+from aiaudit.core.startup import lazy_pattern
+from aiaudit.core.startup.records import record
 
 _TOKEN = lazy_pattern(r'\s+|//[^\n]*|/\*.*?\*/|#(?!clear\b|include\b)[^\n]*|"[^"\n]*"|[{};]|'
                     r'#clear|#include|[^\s{};"]+', re.S)

@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterator
 
 from aiaudit.core.errors import ParseError
-from aiaudit.core.parsing import lazy_pattern
+from aiaudit.core.startup import lazy_pattern
 
 _NAME = lazy_pattern(r"_dists_(.+?)_(?:[a-z-]+_)?binary-([a-z0-9-]+)_Packages"
                    r"(?:\.(gz|xz|bz2|lz4|zst))?$")

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from aiaudit.core.errors import HostError, ParseError
 from aiaudit.core.host import Host
-from aiaudit.core.records import record
+from aiaudit.core.startup.records import record
 from aiaudit.linux.packages import aptlists
 from aiaudit.linux.packages.dpkg import version_key
 from aiaudit.linux.packages.installed import dpkg_names, dpkg_package

@@ -35,7 +35,9 @@ from typing import Callable, Iterable, Mapping
 
 from aiaudit.core.errors import ParseError
 from aiaudit.core.parsing import to_int
-from aiaudit.core.records import record
+from aiaudit.core.startup.records import record
+from aiaudit.linux.accounts import passwd as pw
+from aiaudit.linux.accounts.users import Accounts
 
 RLIM_INFINITY = 2**64 - 1
 """``RLIM_INFINITY`` on 64-bit Linux."""
@@ -229,7 +231,7 @@ class Subject:
 
 @record
 class Variant:
-    """Which pam_limits build decides (see :mod:`aiaudit.linux.pam_limits.build`)."""
+    """Which pam_limits build decides (see :mod:`aiaudit.linux.pam_limits.files`)."""
 
     debian_root: bool = False
     """Debian patch 027: ``*``/``@group``/``%`` lines skip uid 0."""
@@ -508,3 +510,20 @@ def parse_systemd_limit(value: str, item: str) -> tuple[int, int]:
     if s > h:
         raise ParseError(f"soft limit above hard limit in {value!r}")
     return s, h
+
+
+def subject_for(acc: Accounts, user: pw.Account, assume: bool | None = None) -> Subject:
+    """A pam_limits subject whose group tests say "unknown" (``None``) where NSS may add
+    members the files do not show; ``assume`` replaces that unknown with a guess."""
+    db = acc.db
+    remote = bool(acc.remote_group)
+
+    def check(g: pw.Group | None) -> bool | None:
+        if g is not None and (user.gid == g.gid or user.name in g.members
+                              or g.gid in db.supplementary_gids(user)):
+            return True
+        return assume if remote else False
+
+    return Subject(user.name, user.uid, user.gid,
+                      in_group=lambda name: check(db.group(name)),
+                      in_gid=lambda gid: check(db.group_by_gid(gid)))

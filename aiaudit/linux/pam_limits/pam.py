@@ -12,7 +12,7 @@ service file.
 from __future__ import annotations
 
 from aiaudit.core.errors import ParseError
-from aiaudit.core.records import record
+from aiaudit.core.startup.records import record
 
 TYPES = ("auth", "account", "password", "session")
 

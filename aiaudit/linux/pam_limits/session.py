@@ -18,14 +18,13 @@ from dataclasses import field, replace
 
 from aiaudit.core.host import Host
 from aiaudit.core.model import Evidence
-from aiaudit.core.records import record
+from aiaudit.core.startup.records import record
 from aiaudit.linux.accounts import passwd as pw
 from aiaudit.linux.accounts.users import Accounts
 from aiaudit.linux.pam_limits import conf as lp
-from aiaudit.linux.pam_limits.build import PamBuild, pam_build
-from aiaudit.linux.pam_limits.files import Read, limits_files
-from aiaudit.linux.pam_limits.service import sshd_use_pam
-from aiaudit.linux.pam_limits.stack import LimitsCall, pam_stack
+from aiaudit.linux.pam_limits.conf import subject_for
+from aiaudit.linux.pam_limits.files import PamBuild, Read, limits_files, pam_build
+from aiaudit.linux.pam_limits.stack import LimitsCall, pam_stack, sshd_use_pam
 from aiaudit.linux.pam_limits.start import (
     FD_SETSIZE,
     ITEM_KEYS,
@@ -34,7 +33,6 @@ from aiaudit.linux.pam_limits.start import (
     pid1_limits,
     service_limits,
 )
-from aiaudit.linux.pam_limits.subject import subject_for
 
 DROPIN = "/etc/security/limits.d/zz-aiaudit-training.conf"
 """Remediation drop-in: sorts after every usual name (strcmp: ``z`` > digits, capitals,

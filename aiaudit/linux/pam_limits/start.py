@@ -19,7 +19,7 @@ from dataclasses import replace
 from aiaudit.core.errors import HostError, ParseError
 from aiaudit.core.host import Host
 from aiaudit.core.model import Evidence
-from aiaudit.core.records import record
+from aiaudit.core.startup.records import record
 from aiaudit.linux.pam_limits import conf as lp
 from aiaudit.linux.procs import proc_of
 from aiaudit.linux.systemd import units as systemd

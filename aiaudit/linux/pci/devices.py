@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from aiaudit.core.errors import HostError, ParseError
 from aiaudit.core.host import Host
-from aiaudit.core.records import record
+from aiaudit.core.startup.records import record
 from aiaudit.linux.pci import sysfs
 
 PCI = "/sys/bus/pci/devices"

@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 
 from aiaudit.core.errors import ParseError
-from aiaudit.core.parsing import lazy_pattern
+from aiaudit.core.startup import lazy_pattern
 
 _SPEED = lazy_pattern(r"(\d{1,3}(?:\.\d{1,2})?) GT/s(?: PCIe)?")
 _RATE = lazy_pattern(r"(\d{1,5}(?:\.\d{1,2})?) Gb/sec(?: \(.{0,32}\))?")

@@ -21,7 +21,7 @@ import shlex
 from aiaudit.core.errors import HostError, ParseError
 from aiaudit.core.host import Host
 from aiaudit.core.model import Evidence
-from aiaudit.core.records import record
+from aiaudit.core.startup.records import record
 from aiaudit.linux.packages.installed import dpkg_version
 from aiaudit.linux.procs import proc_of
 from aiaudit.linux.slurm import conf as sp

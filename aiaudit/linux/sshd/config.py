@@ -33,7 +33,7 @@ import re
 from typing import Callable, Iterator, Mapping, Sequence
 
 from aiaudit.core.errors import ParseError
-from aiaudit.core.records import record
+from aiaudit.core.startup.records import record
 
 SSHDIR = "/etc/ssh"
 """Relative ``Include`` paths are prefixed with this (``SSHDIR``), not the including

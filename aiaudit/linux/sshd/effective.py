@@ -7,7 +7,7 @@ from typing import Any, Callable
 
 from aiaudit.core.errors import ParseError
 from aiaudit.core.host import Host
-from aiaudit.core.records import record
+from aiaudit.core.startup.records import record
 from aiaudit.linux.packages.installed import dpkg_version
 from aiaudit.linux.sshd import config as sp
 

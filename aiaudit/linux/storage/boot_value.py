@@ -16,7 +16,7 @@ from typing import Callable
 
 from aiaudit.core.host import Host
 from aiaudit.core.model import Evidence
-from aiaudit.core.records import record
+from aiaudit.core.startup.records import record
 from aiaudit.linux.storage.disks import Disk
 from aiaudit.linux.tuned import disk as tuned_disk
 from aiaudit.linux.udev import files as udev

@@ -19,7 +19,7 @@ from typing import Iterator, Mapping
 
 from aiaudit.core.errors import HostError
 from aiaudit.core.host import Host
-from aiaudit.core.records import record
+from aiaudit.core.startup.records import record
 from aiaudit.linux.sysfs import read_opt
 
 CLASSES = ("nvme", "ssd", "hdd")

@@ -12,7 +12,7 @@ import re
 
 from aiaudit.core.errors import ParseError
 from aiaudit.core.parsing import to_int
-from aiaudit.core.records import record
+from aiaudit.core.startup.records import record
 
 _OCTAL = re.compile(r"\\([0-7]{3})")
 

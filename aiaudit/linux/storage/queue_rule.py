@@ -17,7 +17,7 @@ from aiaudit.api import CheckContext
 from aiaudit.core.errors import HostError, ParseError
 from aiaudit.core.host import Host
 from aiaudit.core.model import Aspect, Evidence, Remediation, Result, Snippet, Status
-from aiaudit.core.records import record
+from aiaudit.core.startup.records import record
 from aiaudit.core.verdict import verdict
 from aiaudit.linux.storage.boot_value import Boot
 from aiaudit.linux.storage.disks import CLASS_TEXT, CLASSES, Disk, live_disks, offline_disks

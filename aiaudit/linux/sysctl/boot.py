@@ -26,7 +26,7 @@ import re
 from aiaudit.core.errors import HostError, ParseError
 from aiaudit.core.host import Host
 from aiaudit.core.model import Evidence
-from aiaudit.core.records import record
+from aiaudit.core.startup.records import record
 from aiaudit.linux.boot import cmdline as boot
 from aiaudit.linux.sysctl import conf as sp
 from aiaudit.linux.systemd import units as systemd

@@ -16,7 +16,7 @@ import re
 from typing import Iterable, Sequence
 
 from aiaudit.core.errors import ParseError
-from aiaudit.core.records import record
+from aiaudit.core.startup.records import record
 
 SYSTEMD_DIRS = ("/etc/sysctl.d", "/run/sysctl.d", "/usr/local/lib/sysctl.d", "/usr/lib/sysctl.d")
 """systemd ``CONF_PATHS("sysctl.d")`` in priority order (split-usr ``/lib`` dropped ~v255;

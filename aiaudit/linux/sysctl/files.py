@@ -8,7 +8,7 @@ from dataclasses import field
 from aiaudit.core.errors import HostError, NotFound, NotRegularFile, ParseError, SymlinkLoop
 from aiaudit.core.host import Host
 from aiaudit.core.model import Evidence
-from aiaudit.core.records import record
+from aiaudit.core.startup.records import record
 from aiaudit.linux.packages import dpkg
 from aiaudit.linux.packages.installed import dpkg_version
 from aiaudit.linux.sysctl import conf as sp

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from aiaudit.core.errors import HostError
 from aiaudit.core.host import Host
 from aiaudit.core.model import Evidence
-from aiaudit.core.records import record
+from aiaudit.core.startup.records import record
 from aiaudit.linux.sysctl import conf as sp
 from aiaudit.linux.sysctl.files import SysctlConfig
 from aiaudit.linux.sysctl.resolved import Resolved

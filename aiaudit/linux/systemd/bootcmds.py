@@ -9,7 +9,7 @@ import shlex
 
 from aiaudit.core.errors import HostError, ParseError
 from aiaudit.core.host import Host
-from aiaudit.core.records import record
+from aiaudit.core.startup.records import record
 from aiaudit.linux.systemd import units as systemd
 
 _EXEC_KEYS = ("ExecStartPre", "ExecStart", "ExecStartPost")

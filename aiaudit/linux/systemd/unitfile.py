@@ -9,7 +9,7 @@ values the last assignment wins.
 from __future__ import annotations
 
 from aiaudit.core.errors import ParseError
-from aiaudit.core.records import record
+from aiaudit.core.startup.records import record
 
 
 @record

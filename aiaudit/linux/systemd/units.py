@@ -12,7 +12,7 @@ from typing import Iterable
 from aiaudit.core.errors import HostError, NotFound, ParseError
 from aiaudit.core.host import Host
 from aiaudit.core.model import Evidence
-from aiaudit.core.records import record
+from aiaudit.core.startup.records import record
 from aiaudit.linux.systemd import unitfile
 from aiaudit.linux.systemd.unitfile import Assignment
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import field
 
 from aiaudit.core.errors import ParseError
-from aiaudit.core.parsing import lazy_pattern
-from aiaudit.core.records import record
+from aiaudit.core.startup import lazy_pattern
+from aiaudit.core.startup.records import record
 
 _SECTION = lazy_pattern(r"^\[([^\]]+)\]\s*$")
 _INCLUDE_SPLIT = lazy_pattern(r"\s*[,;]\s*")

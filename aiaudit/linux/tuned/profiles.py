@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from aiaudit.core.errors import HostError, ParseError
 from aiaudit.core.host import Host
-from aiaudit.core.records import record
+from aiaudit.core.startup.records import record
 from aiaudit.linux.systemd import units as systemd
 from aiaudit.linux.tuned import conf as tp
 

@@ -17,7 +17,7 @@ from dataclasses import field
 from typing import Mapping, Sequence
 
 from aiaudit.core.errors import ParseError
-from aiaudit.core.records import record
+from aiaudit.core.startup.records import record
 
 # The value is ``[^"\\]*(?:\\.[^"\\]*)*`` ("unrolled": the same strings as
 # ``(?:[^"\\]|\\.)*``, without one alternation per character, 3x faster on real rules).

@@ -259,7 +259,7 @@ def test_clamped_soft_names_the_hard_line(make_root) -> None:
 
 def test_unknown_pam_version_assumption_is_stated_and_applied(make_root) -> None:
     from aiaudit.core.host import Host
-    from aiaudit.linux.pam_limits.build import pam_build
+    from aiaudit.linux.pam_limits.files import pam_build
 
     base = {k: v for k, v in DEBIAN.items()
             if k not in ("/var/lib/dpkg/status", "/etc/security/limits.conf")}

@@ -39,20 +39,20 @@ def test_identify_by_owner_names() -> None:
 
 
 def test_service_table_twin_in_sync() -> None:
-    """Run `python -m aiaudit.core.ruleset.builtin checks/data` after editing
+    """Run `python -m aiaudit.core.startup.twins checks/data` after editing
     checks/data/network_services.yaml: the scan reads the JSON twin (no PyYAML import)."""
     import json
     from pathlib import Path
 
     import yaml
 
-    from aiaudit.core.ruleset.builtin import fingerprint
+    from aiaudit.core.startup.twins import fingerprint
 
     data = Path(__file__).resolve().parents[3] / "checks" / "data"
     raw = (data / "network_services.yaml").read_bytes()
     doc = json.loads((data / "network_services.json").read_text())
     assert doc["source_crc32"] == fingerprint(raw), "stale: run python -m " \
-        "aiaudit.core.ruleset.builtin checks/data"
+        "aiaudit.core.startup.twins checks/data"
     assert doc["data"] == yaml.safe_load(raw)
 
 

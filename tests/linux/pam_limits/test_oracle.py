@@ -126,9 +126,8 @@ def test_clamped_soft_names_the_hard_line(tmp_path: Path) -> None:
     from aiaudit.core.host import Host
     from aiaudit.linux.accounts import users
     from aiaudit.linux.pam_limits import conf as lp
-    from aiaudit.linux.pam_limits.build import PamBuild
-    from aiaudit.linux.pam_limits.files import limits_files
-    from aiaudit.linux.pam_limits.subject import subject_for
+    from aiaudit.linux.pam_limits.conf import subject_for
+    from aiaudit.linux.pam_limits.files import PamBuild, limits_files
 
     for case, got, (_text, item, soft_ln, hard_ln) in zip(cases, real, CLAMP_CASES,
                                                            strict=True):

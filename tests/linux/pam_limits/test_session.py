@@ -10,8 +10,13 @@ import pytest
 from aiaudit.core.host import Host
 from aiaudit.linux.accounts.users import accounts
 from aiaudit.linux.pam_limits import conf as lp
-from aiaudit.linux.pam_limits.build import PamBuild, pam_build, release_build
-from aiaudit.linux.pam_limits.files import limits_files, limits_search
+from aiaudit.linux.pam_limits.files import (
+    PamBuild,
+    limits_files,
+    limits_search,
+    pam_build,
+    release_build,
+)
 from aiaudit.linux.pam_limits.session import effective, same_outcome
 from aiaudit.linux.pam_limits.start import (
     SYSTEMD_DEFAULTS,

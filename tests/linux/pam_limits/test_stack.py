@@ -1,12 +1,11 @@
 """The PAM session stack walk and sshd's UsePAM (:mod:`aiaudit.linux.pam_limits.stack`,
-:mod:`aiaudit.linux.pam_limits.service`); the walk is compared with the real libpam in
+:mod:`aiaudit.linux.pam_limits.stack`); the walk is compared with the real libpam in
 ``test_oracle.py``."""
 
 from __future__ import annotations
 
 from aiaudit.core.host import Host
-from aiaudit.linux.pam_limits.service import not_applicable, simple_use_pam
-from aiaudit.linux.pam_limits.stack import LimitsCall, pam_stack
+from aiaudit.linux.pam_limits.stack import LimitsCall, not_applicable, pam_stack, simple_use_pam
 
 
 def host(make_root, files: dict[str, str]) -> Host:

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from aiaudit.core.records import record
+from aiaudit.core.startup.records import record
 
 
 @record

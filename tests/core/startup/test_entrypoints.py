@@ -1,4 +1,4 @@
-"""``plugins.find_entry_points`` reads entry_points.txt files as importlib.metadata does
+"""``entrypoints.find_entry_points`` reads entry_points.txt files as importlib.metadata does
 (the oracle here), and skips a file without the group's name cheaply."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from aiaudit.core import plugins
+from aiaudit.core.startup import entrypoints as plugins
 
 DISTS = {
     "a": {"alpha-1.0.dist-info": "[aiaudit]\nalpha = alpha.plugin\n\n[console_scripts]\n"
