@@ -19,8 +19,16 @@ Targets (issue 16): time and peak RSS grow linearly; 10,000 reports in < 10 s wi
 
     python3 bench/bench_fleet.py [--sizes 100 1000 10000] [--aiaudit .venv/bin/aiaudit]
                                  [--workdir DIR] [--keep] [--check]
+    python3 bench/bench_fleet.py --hostile [--check]
 
 ``--check`` exits 1 when a target is missed.  This is a script, not a timed test.
+
+``--hostile`` runs every hostile fleet of ``tests/fleet/hostile.py`` (issue 25: poisoned
+severities, replayed reports, a 60 MB report of 500,000 results, ``yes '{'`` on stdin,
+symlink loops under ``**``, a ``--since`` host-list bomb, duplicated keys, escape
+sequences, a closed or full stdout), each on an honest fleet whose victim fails and on one
+that passes, and prints exit code, peak RSS and CPU seconds of each (``RUSAGE_CHILDREN``
+of a wrapper process); the targets are 100 MB and 30 s of CPU, never exit 4.
 """
 
 from __future__ import annotations
@@ -111,6 +119,27 @@ def measure(cmd: list[str], stdin_path: Path | None = None
     return wall, cpu, usage.ru_maxrss / 1024, os.waitstatus_to_exitcode(status)
 
 
+def hostile(check: bool) -> int:
+    """Every hostile fleet, measured; 1 when one misses a target and ``check``."""
+    sys.path.insert(0, str(HERE))
+    from tests.fleet import hostile as cases
+    from tests.hostile_trees import child_run
+
+    missed = 0
+    print(f"{'case':<20} {'honest':>6} {'exit':>4} {'peak RSS':>9} {'CPU':>7}")
+    for name, case in cases.CASES.items():
+        for failing in (True, False):
+            with tempfile.TemporaryDirectory(prefix="bench-hostile-") as tmp:
+                folder = Path(tmp)
+                args = case.build(folder, cases.honest(folder, failing))
+                r = child_run(cases.argv(case, args), env=cases.env(), timeout=600)
+            bad = r.returncode == 4 or r.maxrss_mb >= 100 or r.cpu_seconds >= 30
+            missed += bad
+            print(f"{name:<20} {int(failing):>6} {r.returncode:>4} {r.maxrss_mb:>6.1f} MB "
+                  f"{r.cpu_seconds:>5.2f} s{'  MISSED' if bad else ''}", flush=True)
+    return 1 if check and missed else 0
+
+
 def main() -> int:
     """Run the benchmark and print a table."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -121,7 +150,11 @@ def main() -> int:
     ap.add_argument("--jobs", nargs="+", type=int, default=[1, 0],
                     help="values of aiaudit fleet -j to measure (0: one per CPU)")
     ap.add_argument("--check", action="store_true")
+    ap.add_argument("--hostile", action="store_true",
+                    help="measure the hostile fleets of tests/fleet/hostile.py instead")
     args = ap.parse_args()
+    if args.hostile:
+        return hostile(args.check)
     base = base_report(args.aiaudit)
     work = Path(args.workdir or tempfile.mkdtemp(prefix="bench-fleet-"))
     rows = []

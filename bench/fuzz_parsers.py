@@ -10,6 +10,13 @@ failure; exits 1 if a parser raised anything but ParseError.
 Rulesets, waiver files and saved JSON reports (what a user hands to aiaudit) are fuzzed the
 same way: their one allowed failure is a usage error naming the file and place.
 
+So are the inputs of ``aiaudit fleet`` (issue 25): one document through the fleet reader
+(decoding, the exact rules-less cut, the reduction of a report or event), a whole stream of
+them, the same text spliced into a real report (so the fuzzer reaches the fields past the
+first check), a ``--since`` fleet report and a host list.  Their allowed failure is a
+problem line naming the input; an exception, or a problem line that says "internal
+error", is a failure.
+
 ``--pathological`` feeds every parser long repetitive inputs instead (64 KiB of one token,
 after a few line prefixes): regular expressions that backtrack quadratically and integers
 too long for ``int()`` show up there, not in random text.  A parser fails when it raises
@@ -107,6 +114,123 @@ def user_input_targets() -> list[tuple[str, Callable[[str], Any]]]:
         ("savedreport.decode_json", _user_input(
             lambda t: savedreport.decode_json(t, "fuzz", "a JSON report"))),
     ]
+
+
+_REPORT = None
+
+
+def _report_text() -> str:
+    """A small real-shaped report (compact, as ``scan -o json:FILE`` writes it)."""
+    global _REPORT
+    if _REPORT is None:
+        import json
+
+        result = {"rule_id": "SYSCTL-VM-SWAPPINESS", "check": "kernel.sysctl",
+                  "severity": "medium", "title": "t", "status": "fail", "check_status": "fail",
+                  "subject": "vm.swappiness", "message": "m", "actual": "60", "evidence": []}
+        # the class facts the fleet compares (rule NODE-FACTS), per node and per device
+        facts = {"rule_id": "NODE-FACTS", "check": "inventory.facts", "severity": "info",
+                 "title": "f", "status": "pass", "check_status": "pass", "subject": "facts",
+                 "message": "m", "evidence": [],
+                 "data": {"facts": {"gpu.nvidia.count": 8,
+                                    "gpu.pcie.width": {"0000:18:00.0": 16, "0000:58:00.0": 8},
+                                    "kernel.release": "6.1.0-18-amd64"}}}
+        _REPORT = json.dumps({
+            "schema_version": "1.0", "tool": {"name": "aiaudit", "version": "0.1.0"},
+            "run_id": "r1", "started": "2026-01-01T00:00:00Z",
+            "host": {"hostname": "gpu01", "machine_id": "a" * 32, "product_uuid": None,
+                     "os": {"name": "Debian", "version": "12"}, "kernel": "6.1",
+                     "root": "/", "mode": "live"},
+            "ruleset": {"name": "dl-training", "version": "1.0"},
+            "rules": [{"id": "SYSCTL-VM-SWAPPINESS", "severity": "medium", "title": "t"},
+                      {"id": "NODE-FACTS", "severity": "info", "title": "f"}],
+            "results": [result, dict(result, subject="x", status="pass"), facts]},
+            separators=(",", ":"))
+    return _REPORT
+
+
+def _fleet_problem(problem: str, origin: str = "fuzz") -> None:
+    """A fleet problem line: it must name the input and must not be an internal error."""
+    if "internal error" in problem:
+        raise AssertionError(problem)
+    if not problem.startswith(origin):
+        raise AssertionError(f"problem without the input's name: {problem}")
+    raise ParseError(problem)
+
+
+def fleet_targets() -> list[tuple[str, Callable[[str], Any]]]:
+    """The fleet reader (one document, a stream, a report with the text spliced in), the
+    ``--since`` report and host lists."""
+    import io
+
+    from aiaudit.fleet.authority import Judges
+    from aiaudit.fleet.collect import _reduce_texts, collect
+    from aiaudit.fleet.hostlist import HostlistError, expand
+    from aiaudit.fleet.since import SinceError, parse_previous
+
+    def document(text: str) -> Any:
+        (got,) = _reduce_texts([("fuzz", 1, text)])
+        if isinstance(got, str):
+            _fleet_problem(got)
+        return got
+
+    def stream(text: str) -> Any:
+        fleet = collect(["-"], stdin=io.StringIO(text), judges=Judges(shipped=False))
+        for p in fleet.problems:
+            if "internal error" in p or not p.startswith(("<stdin>", "reports of ")):
+                raise AssertionError(p)
+        return fleet
+
+    def spliced(text: str) -> Any:
+        base = _report_text()
+        at = (len(text) * 7919) % len(base)
+        return document(base[:at] + text + base[at:])
+
+    def fields(text: str) -> Any:
+        """The text (as JSON when it is JSON, else as a string) in every field the fleet
+        reads, one report per field: valid JSON always, so the field checks are reached."""
+        import json
+
+        try:
+            value: Any = json.loads(text)
+        except (ValueError, RecursionError):
+            value = text
+        base = json.loads(_report_text())
+        paths = [("host", "hostname"), ("host", "machine_id"), ("host", "product_uuid"),
+                 ("host", "kernel"), ("host", "os"), ("started",), ("run_id",), ("tool",),
+                 ("ruleset", "name"), ("ruleset", "version"), ("ruleset",), ("results",),
+                 ("results", 0), ("results", 0, "status"), ("results", 0, "severity"),
+                 ("results", 0, "rule_id"), ("results", 0, "subject"),
+                 ("results", 0, "title"), ("results", 0, "actual"), ("schema_version",)]
+        out = []
+        for path in paths:
+            d = json.loads(_report_text())
+            into = d
+            for key in path[:-1]:
+                into = into[key]
+            into[path[-1]] = value
+            try:
+                out.append(document(json.dumps(d)))
+            except ParseError:
+                pass
+        return out or base
+
+    def since(text: str) -> Any:
+        try:
+            return parse_previous(text, "fuzz")
+        except SinceError as exc:
+            _fleet_problem(str(exc))
+
+    def hostlist(text: str) -> Any:
+        try:
+            return expand(text)
+        except HostlistError as exc:
+            raise ParseError(str(exc)) from None
+
+    return [("fleet.reader (one document)", document), ("fleet.reader (stream)", stream),
+            ("fleet.reader (spliced report)", spliced),
+            ("fleet.reader (every field)", fields), ("fleet.since (--since report)", since),
+            ("fleet.hostlist.expand", hostlist)]
 
 
 def extra_targets() -> list[tuple[str, Callable[[str], Any]]]:
@@ -286,7 +410,7 @@ def main() -> int:
     bad = 0
     total = 0
     print(f"{'parser':<40} {'examples':>9} {'seconds':>8}  result")
-    for name, fn in [*discover(), *extra_targets(), *user_input_targets()]:
+    for name, fn in [*discover(), *extra_targets(), *user_input_targets(), *fleet_targets()]:
         if args.only and args.only not in name:
             continue
         t0 = time.monotonic()

@@ -15,7 +15,7 @@ written as it is (``gpu[8-12]`` is gpu8 ... gpu12).
 from __future__ import annotations
 
 import re
-from typing import Iterable
+from typing import Iterable, Iterator
 
 HOSTNAME = re.compile(r"^[A-Za-z0-9_.:-]{1,253}$")
 """Host names a report may carry and a host list can hold (RFC 1123 letters, digits,
@@ -28,6 +28,22 @@ MAX_EXPAND = 1_000_000
 
 class HostlistError(ValueError):
     """A host list that cannot be read (bad bracket, reversed or too large a range)."""
+
+
+class Budget:
+    """How many more names expansions may produce, shared by several lists (the host
+    lists of one ``--since`` report together): a range is checked against it before a
+    single name of it is made."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.left = limit
+
+    def take(self, n: int) -> None:
+        """Spend ``n`` names; :class:`HostlistError` when there are not as many left."""
+        if n > self.left:
+            raise HostlistError(f"more than {self.limit:,} names")
+        self.left -= n
 
 
 def _split(name: str) -> tuple[str, str | None]:
@@ -107,28 +123,37 @@ _ITEM = re.compile(r"^([^\[\]]*)\[([^\[\]]*)\]([^\[\]]*)$")
 _RANGE = re.compile(r"^(\d{1,18})(?:-(\d{1,18}))?$")
 
 
-def expand(text: str) -> list[str]:
-    """The host names of a host list, in the order written (duplicates kept, as Slurm's
-    ``scontrol show hostnames`` keeps them).  Raises :class:`HostlistError`."""
-    names: list[str] = []
+def iter_expand(text: str, budget: Budget | None = None) -> Iterator[str]:
+    """The host names of a host list, one at a time, in the order written (duplicates
+    kept, as Slurm's ``scontrol show hostnames`` keeps them).  Raises
+    :class:`HostlistError`, at the latest when ``budget`` (default :data:`MAX_EXPAND`
+    names) would be exceeded, before any name of the range that would exceed it."""
+    budget = budget if budget is not None else Budget(MAX_EXPAND)
     for item in _items(text):
         m = _ITEM.match(item)
         if m is None:
             if "[" in item or "]" in item:
-                raise HostlistError(f"bad item {item!r}")
-            names.append(item)
+                raise HostlistError(f"bad item {item[:60]!r}")
+            budget.take(1)
+            yield item
             continue
         prefix, body, suffix = m.groups()
         for part in body.split(","):
             r = _RANGE.match(part.strip())
             if r is None:
-                raise HostlistError(f"bad range {part!r} in {item!r}")
+                raise HostlistError(f"bad range {part[:40]!r} in {item[:60]!r}")
             lo_text, hi_text = r.group(1), r.group(2) or r.group(1)
             lo, hi = int(lo_text), int(hi_text)
             if hi < lo:
-                raise HostlistError(f"reversed range {part!r} in {item!r}")
-            if len(names) + hi - lo + 1 > MAX_EXPAND:
-                raise HostlistError(f"more than {MAX_EXPAND} names")
+                raise HostlistError(f"reversed range {part[:40]!r} in {item[:60]!r}")
+            budget.take(hi - lo + 1)
             width = len(lo_text)
-            names.extend(f"{prefix}{v:0{width}d}{suffix}" for v in range(lo, hi + 1))
-    return names
+            for v in range(lo, hi + 1):
+                yield f"{prefix}{v:0{width}d}{suffix}"
+
+
+def expand(text: str) -> list[str]:
+    """The host names of a host list, in the order written (duplicates kept, as Slurm's
+    ``scontrol show hostnames`` keeps them).  Raises :class:`HostlistError` (also past
+    :data:`MAX_EXPAND` names)."""
+    return list(iter_expand(text))

@@ -20,6 +20,13 @@ def _fleet(reports: list[dict]) -> Fleet:
     return aggregate(from_report(d, f"r{i}") for i, d in enumerate(reports))
 
 
+def _previous(fleet: Fleet):
+    from aiaudit.fleet.render.json import render
+    from aiaudit.fleet.since import parse_previous
+
+    return parse_previous(render(fleet, "medium", 0), "before.json")
+
+
 def _row(fleet: Fleet, rule: str, group: int = 0):
     return next(r for r in fleet.groups[group].rules if r.rule_id == rule)
 
@@ -32,8 +39,8 @@ def test_per_rule_counts_and_failing_host_lists() -> None:
     fleet = _fleet(reps)
     row = _row(fleet, SWAP)
     assert row.count("pass") == 38 and row.count("fail") == 1 and row.count("error") == 1
-    assert row.failing == ("gpu005",) and row.erroring == ("gpu040",)
-    assert fleet.nodes == 40
+    assert fleet.names(row.failing) == ["gpu005"] and fleet.names(row.erroring) == ["gpu040"]
+    assert fleet.node_count == 40
 
 
 def test_a_node_has_its_worst_status_over_the_subjects_of_a_rule() -> None:
@@ -41,26 +48,41 @@ def test_a_node_has_its_worst_status_over_the_subjects_of_a_rule() -> None:
     good = report("n1", results={"FW-DEFAULT-DENY-INPUT": ("pass", "drop")})
     half = report("n2", results={("FW-DEFAULT-DENY-INPUT", "ipv4 (boot)"): ("pass", "drop"),
                                  ("FW-DEFAULT-DENY-INPUT", "ipv6 (boot)"): ("fail", "accept")})
-    row = _row(_fleet([good, half]), "FW-DEFAULT-DENY-INPUT")
-    assert row.failing == ("n2",) and row.count("pass") == 1
+    fleet = _fleet([good, half])
+    row = _row(fleet, "FW-DEFAULT-DENY-INPUT")
+    assert fleet.names(row.failing) == ["n2"] and row.count("pass") == 1
 
 
 def test_versions_and_rulesets_are_grouped_not_mixed() -> None:
     fleet = _fleet([report("a1"), report("a2", tool_version="0.2.0"),
                     report("a3", ruleset_version="1.1"), report("a4")])
-    labels = [(g.group.tool_version, g.group.ruleset_version, g.hosts) for g in fleet.groups]
-    assert labels == [("0.1.0", "1.0", ("a1", "a4")), ("0.2.0", "1.0", ("a2",)),
-                      ("0.1.0", "1.1", ("a3",))]
+    labels = [(g.group.tool_version, g.group.ruleset_version, fleet.names(g.nodes))
+              for g in fleet.groups]
+    assert labels == [("0.1.0", "1.0", ["a1", "a4"]), ("0.2.0", "1.0", ["a2"]),
+                      ("0.1.0", "1.1", ["a3"])]
 
 
-def test_a_node_reported_twice_counts_once_newest_wins() -> None:
+def test_two_reports_of_one_node_are_a_conflict_judged_by_the_worst() -> None:
+    """Issue 25 (replay): a newer report no longer replaces an older one; both stay
+    visible, and the node fails what either says it fails."""
     old = report("n1", "1" * 32, results={SWAP: ("fail", "60")}, started="2026-11-30T00:00:00Z")
     new = report("n1", "1" * 32, results={SWAP: ("pass", "10")}, started="2026-12-01T00:00:00Z")
     for order in ([old, new], [new, old]):
         fleet = _fleet(order)
-        assert fleet.nodes == 1 and fleet.reports == 2
-        assert _row(fleet, SWAP).failing == ()
-        assert len(fleet.notices) == 1 and "reported again" in fleet.notices[0]
+        assert fleet.node_count == 1 and fleet.reports == 2
+        assert fleet.names(_row(fleet, SWAP).failing) == ["n1"]
+        assert len(fleet.conflicts) == 1
+        assert [r.started for r in fleet.conflicts[0].reports] == ["2026-12-01T00:00:00Z",
+                                                                   "2026-11-30T00:00:00Z"]
+        assert len(fleet.problems) == 1 and "2 different reports claim this node" \
+            in fleet.problems[0]
+
+
+def test_the_same_report_read_twice_counts_once() -> None:
+    d = report("n1", "1" * 32, results={SWAP: ("fail", "60")})
+    fleet = _fleet([d, d])
+    assert fleet.node_count == 1 and not fleet.conflicts and not fleet.problems
+    assert len(fleet.notices) == 1 and "the same report" in fleet.notices[0]
 
 
 def test_drift_finds_outliers_that_pass() -> None:
@@ -70,8 +92,8 @@ def test_drift_finds_outliers_that_pass() -> None:
     fleet = _fleet(reps)
     d = next(d for d in fleet.drift if d.rule_id == DRIVER)
     assert d.majority == "550.54.15"
-    assert d.outliers == ("gpu126", "gpu127", "gpu128")
-    assert [(v.value, len(v.hosts)) for v in d.values] == [("550.54.15", 125),
+    assert fleet.names(d.outliers) == ["gpu126", "gpu127", "gpu128"]
+    assert [(v.value, len(v.nodes)) for v in d.values] == [("550.54.15", 125),
                                                            ("535.161.08", 3)]
     assert _row(fleet, DRIVER).failing == ()
 
@@ -87,20 +109,22 @@ def test_drift_without_majority_lists_values_but_no_outliers() -> None:
 def test_host_facts_are_compared() -> None:
     reps = [report(f"n{i}") for i in range(5)]
     reps.append(report("n9", host={"kernel": "6.1.0-13-amd64"}))
-    facts = {d.subject: d for d in _fleet(reps).facts}
+    fleet = _fleet(reps)
+    facts = {d.subject: d for d in fleet.facts}
     assert set(facts) == {"kernel"}
     assert facts["kernel"].majority == "6.1.0-18-amd64"
-    assert facts["kernel"].outliers == ("n9",)
+    assert fleet.names(facts["kernel"].outliers) == ["n9"]
 
 
 def test_cloned_machine_ids_and_reused_hostnames() -> None:
     reps = [report("gpu001", "c" * 32), report("gpu002", "c" * 32), report("gpu003", "d" * 32),
             report("gpu003", "e" * 32), report("gpu004")]
     fleet = _fleet(reps)
-    kinds = {(f.kind, f.key): (f.hosts, f.machine_ids) for f in fleet.identity}
-    assert kinds == {("duplicate-machine-id", "c" * 32): (("gpu001", "gpu002"), ("c" * 32,)),
-                     ("duplicate-hostname", "gpu003"): (("gpu003",), ("d" * 32, "e" * 32))}
-    assert fleet.nodes == 5
+    kinds = {(f.kind, f.key): (fleet.names(f.nodes), f.machine_ids) for f in fleet.identity}
+    assert kinds == {("duplicate-machine-id", "c" * 32): (["gpu001", "gpu002"], ("c" * 32,)),
+                     ("duplicate-hostname", "gpu003"): (["gpu003", "gpu003"],
+                                                        ("d" * 32, "e" * 32))}
+    assert fleet.node_count == 5
 
 
 def test_since_previous_fleet_report() -> None:
@@ -109,7 +133,7 @@ def test_since_previous_fleet_report() -> None:
     after = _fleet([report("n1", results={SWAP: ("pass", "10")}),
                     report("n2", results={"MEM-SWAP-OFF": ("fail", "swap on")}),
                     report("n4")])
-    s = compare(after, failing_by_host(before), "before.json")
+    s = compare(after, _previous(before), "before.json")
     changes = {c.host: (c.worse, c.better) for c in s.changes}
     assert changes == {"n1": ((), (SWAP,)), "n2": (("MEM-SWAP-OFF",), ())}
     assert s.new_hosts == ("n4",) and s.gone_hosts == ("n3",)
@@ -131,5 +155,5 @@ def test_stream_of_many_reports_keeps_no_document() -> None:
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    assert fleet.nodes == 200
+    assert fleet.node_count == 200
     assert peak < 12 * 1024 * 1024, f"peak {peak / 1e6:.1f} MB"

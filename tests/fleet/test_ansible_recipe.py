@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import build_root
+from tests.helpers import AIAUDIT_SCRIPT, build_root
 
 REPO = Path(__file__).resolve().parents[2]
 PLAYBOOK = REPO / "contrib" / "ansible" / "aiaudit-fleet.yml"
-AIAUDIT = REPO / ".venv" / "bin" / "aiaudit"
+AIAUDIT = AIAUDIT_SCRIPT  # the program the playbook runs on the hosts and the controller
 
 pytestmark = pytest.mark.slow
 
@@ -41,6 +41,10 @@ def _root(base: Path, name: str, machine_id: str, swappiness: str | None) -> Pat
 
 def test_playbook_scans_every_host_and_aggregates(tmp_path: Path) -> None:
     playbook = _ansible_playbook()
+    if not AIAUDIT.exists():
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"no aiaudit console script next to the interpreter ({AIAUDIT})")
+        pytest.skip(f"no aiaudit console script next to the interpreter ({AIAUDIT})")
     roots = {"node1": _root(tmp_path, "gpu001", "1" * 32, None),
              "node2": _root(tmp_path, "gpu002", "2" * 32, None),
              "node3": _root(tmp_path, "gpu003", "3" * 32, "10")}

@@ -15,7 +15,7 @@ import pytest
 from aiaudit.core.errors import ExitCode
 from aiaudit.core.ruleset import schema
 from tests.fleet.reports import report, write
-from tests.helpers import cli
+from tests.helpers import AIAUDIT_CMD, cli
 
 SWAP = "SYSCTL-VM-SWAPPINESS"  # medium
 DMESG = "SYSCTL-KERNEL-DMESG-RESTRICT"  # low
@@ -138,8 +138,9 @@ def test_since_reports_worse_and_better(tmp_path: Path) -> None:
     assert f"worse  n2: now fails {DMESG}" in text and f"better n1: fixed {SWAP}" in text
     bogus = tmp_path / "bogus.json"
     bogus.write_text('{"kind": "aiaudit.fleet"}')
-    res = cli("fleet", after, "--since", str(bogus))
-    assert res.code == 2 and "not a valid aiaudit fleet JSON report" in res.err
+    res = cli("fleet", after, "--since", str(bogus))  # an input: a problem line, not the run
+    assert res.code == 5 and "not a valid aiaudit fleet JSON report" in res.err
+    assert "3 node(s)" in res.out and "Since" not in res.out
 
 
 HOSTILE = '<script>alert("x")</script>&\u2028'
@@ -182,9 +183,9 @@ def test_stdin_stream(tmp_path: Path) -> None:
     from tests.fleet.reports import event_lines
 
     lines = [*event_lines(good("gpu01")), json.dumps(good("gpu02"))]
-    proc = subprocess.run([str(Path(".venv/bin/aiaudit").resolve()), "fleet", "-",
-                           "--format", "json"], input="\n".join(lines) + "\n",
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run([*AIAUDIT_CMD, "fleet", "-", "--format", "json"],
+                          input="\n".join(lines) + "\n", capture_output=True, text=True,
+                          timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["groups"][0]["nodes"]["hosts"] == "gpu[01-02]"
 
@@ -198,3 +199,24 @@ def test_default_jobs_leave_a_cpu_to_the_stdin_reader(monkeypatch: pytest.Monkey
     assert collect.default_jobs(["-", "more/"]) == 2
     monkeypatch.setattr(collect.os, "sched_getaffinity", lambda _pid: set(range(32)))
     assert collect.default_jobs(["-"]) == 8
+
+
+def test_a_closed_pipe_is_one_message_and_exit_2(tmp_path: Path) -> None:
+    """As ``scan``: a report that cannot be written is one message and exit 2, never an
+    internal error (exit 4) with a traceback."""
+    folder = _fleet_dir(tmp_path, [good(f"gpu{i:02d}") for i in range(1, 4)])
+    proc = subprocess.Popen([*AIAUDIT_CMD, "fleet", folder], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    proc.stdout.close()  # the reader is gone before anything is written
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 2, err
+    assert err.count("aiaudit: error:") == 1 and "Broken pipe" in err and "Traceback" not in err
+
+
+def test_file_names_and_problems_reach_stderr_escaped(tmp_path: Path) -> None:
+    folder = Path(_fleet_dir(tmp_path, [good("gpu01")]))
+    (folder / "evil\x1b]0;owned\x07\u202e.json").write_text("{")
+    res = cli("fleet", str(folder))
+    assert res.code == 5
+    assert "\x1b" not in res.err and "\x07" not in res.err and "\u202e" not in res.err
+    assert "evil\\x1b]0;owned\\x07\\u202e.json" in res.err

@@ -27,7 +27,7 @@ def test_directory_glob_and_file(tmp_path: Path) -> None:
                                                                               "c"]
     assert isinstance(srcs[-1], InputProblem) and "no such file" in srcs[-1].message
     fleet = collect([str(tmp_path / "a"), str(tmp_path / "b"), str(one)])
-    assert fleet.nodes == 4 and not fleet.problems
+    assert fleet.node_count == 4 and not fleet.problems
 
 
 def test_truncated_report_is_one_line_and_the_rest_counts(tmp_path: Path) -> None:
@@ -35,7 +35,7 @@ def test_truncated_report_is_one_line_and_the_rest_counts(tmp_path: Path) -> Non
     text = paths[1].read_text()
     paths[1].write_text(text[: len(text) // 2])
     fleet = collect([str(tmp_path)])
-    assert fleet.nodes == 2
+    assert fleet.node_count == 2
     assert len(fleet.problems) == 1
     problem = fleet.problems[0]
     assert problem.startswith(f"{paths[1]}:") and "truncated JSON document" in problem
@@ -45,7 +45,7 @@ def test_concatenated_reports_on_stdin_with_a_cut_one_between() -> None:
     a, b, c = (json.dumps(report(h), indent=2) for h in ("n1", "n2", "n3"))
     text = a + "\n" + b[: len(b) // 3] + "\n" + c + "\n"
     fleet = collect(["-"], stdin=io.StringIO(text))
-    assert fleet.nodes == 2
+    assert fleet.node_count == 2
     assert len(fleet.problems) == 1
     # named where the cut document's text stops (its last character, not the blank or
     # indentation after it, wherever the cut falls)
@@ -63,14 +63,14 @@ def test_json_lines_of_reports_and_events_interleaved() -> None:
     lines = [json.dumps(report("gpu003")), *mixed]
     fleet = collect(["-"], stdin=io.StringIO("\n".join(lines) + "\n"))
     assert not fleet.problems
-    assert fleet.nodes == 3
-    assert fleet.groups[0].hosts == ("gpu001", "gpu002", "gpu003")
+    assert fleet.node_count == 3
+    assert fleet.names(fleet.groups[0].nodes) == ["gpu001", "gpu002", "gpu003"]
 
 
 def test_events_without_their_summary_are_a_truncated_stream() -> None:
     lines = event_lines(report("gpu001"))[:-1] + event_lines(report("gpu002"))
     fleet = collect(["-"], stdin=io.StringIO("\n".join(lines) + "\n"))
-    assert fleet.nodes == 1
+    assert fleet.node_count == 1
     assert len(fleet.problems) == 1
     assert "gpu001" in fleet.problems[0] and "truncated stream" in fleet.problems[0]
 
@@ -88,7 +88,7 @@ def test_foreign_and_broken_documents(tmp_path: Path) -> None:
     (tmp_path / "latin1.json").write_bytes(b'{"a": "\xe9"}')
     write(tmp_path / "ok", [report("gpu003")])
     fleet = collect([str(tmp_path)])
-    assert fleet.nodes == 1
+    assert fleet.node_count == 1
     msgs = "\n".join(fleet.problems)
     assert len(fleet.problems) == 6, msgs
     assert "list.json: not a usable aiaudit JSON report: not a JSON object" in msgs
@@ -112,9 +112,10 @@ def test_reports_tolerate_unknown_fields() -> None:
 
 
 def test_an_oversized_line_is_skipped_not_held(monkeypatch) -> None:
-    from aiaudit.fleet import inputs
+    from aiaudit.fleet import bounds
 
-    monkeypatch.setattr(inputs, "MAX_DOCUMENT", 1000)
+    monkeypatch.setattr(bounds, "MAX_DOCUMENT", 1000)
+    monkeypatch.setattr(bounds, "CHUNK", 100)
     docs = _docs('{"a": "' + "x" * 5000 + '"}\n{"b": 1}\n')
     assert len(docs) == 2
     assert isinstance(docs[0], InputProblem) and "larger than" in docs[0].message
@@ -136,4 +137,4 @@ def test_worker_processes_give_the_same_fleet(tmp_path: Path, monkeypatch) -> No
     one = collect(args, stdin=io.StringIO(stream), jobs=1)
     two = collect(args, stdin=io.StringIO(stream), jobs=2)
     assert one == two
-    assert one.nodes == 12 and len(one.problems) == 3
+    assert one.node_count == 12 and len(one.problems) == 3

@@ -15,7 +15,8 @@ from aiaudit.fleet.render import RENDERERS
 from aiaudit.fleet.render.text import hostlist
 from tests.fleet.reports import report
 
-EMPTY = Fleet(groups=(), drift=(), facts=(), identity=(), problems=(), notices=(), reports=0)
+EMPTY = Fleet(nodes=(), groups=(), drift=(), facts=(), identity=(), problems=(), notices=(),
+              reports=0)
 
 
 def _mixed() -> Fleet:

@@ -15,11 +15,11 @@ from typing import Iterator
 
 import pytest
 
-from tests.helpers import build_root
+from tests.helpers import AIAUDIT_CMD, AIAUDIT_SCRIPT, build_root
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "contrib" / "slurm" / "aiaudit-fleet.sh"
-AIAUDIT = REPO / ".venv" / "bin" / "aiaudit"
+AIAUDIT = AIAUDIT_SCRIPT  # the one program the script runs on each node and for fleet
 START_TIMEOUT = 25.0
 
 pytestmark = pytest.mark.slow
@@ -64,6 +64,8 @@ def slurm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
             _unavailable(f"{prog} not installed (Debian slurm-wlm, munge)")
     if os.geteuid() != 0:
         _unavailable("slurmd needs root")
+    if not AIAUDIT.exists():
+        _unavailable(f"no aiaudit console script next to the interpreter ({AIAUDIT})")
     d = tmp_path_factory.mktemp("slurm")
     for sub in ("state", "spool", "munge"):
         (d / sub).mkdir(mode=0o700)
@@ -149,9 +151,9 @@ def test_stream_from_srun_into_fleet(slurm: dict[str, str], tmp_path: Path) -> N
     doc = json.loads(res.stdout)
     assert doc["groups"][0]["nodes"] == {"count": 1, "hosts": "gpu001"}
     assert doc["problems"] == []
-    direct = subprocess.run([str(AIAUDIT), "scan", "--root", str(root), "--format", "json"],
+    direct = subprocess.run([*AIAUDIT_CMD, "scan", "--root", str(root), "--format", "json"],
                             capture_output=True, text=True, timeout=60)
-    alone = subprocess.run([str(AIAUDIT), "fleet", "-"], input=direct.stdout,
+    alone = subprocess.run([*AIAUDIT_CMD, "fleet", "-"], input=direct.stdout,
                            capture_output=True, text=True, timeout=60)
     assert res.returncode == alone.returncode == doc["summary"]["exit_code"]
     failing = {r["id"] for r in doc["groups"][0]["rules"] if r["failing"]["count"]}

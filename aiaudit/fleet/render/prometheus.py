@@ -6,18 +6,28 @@ by any static file exporter.  Series (all gauges):
 - ``aiaudit_fleet_rule_failing_nodes{ruleset,ruleset_version,tool_version,rule,severity}``:
   nodes failing the rule (alert on ``> 0`` for high and critical);
 - ``aiaudit_fleet_rule_nodes{...,status}``: nodes per status of each rule;
-- ``aiaudit_fleet_nodes{ruleset,ruleset_version,tool_version}``, ``aiaudit_fleet_reports``,
-  ``aiaudit_fleet_input_problems``, ``aiaudit_fleet_failing_nodes{fail_on}``;
-- ``aiaudit_fleet_drift_outliers{ruleset,...,rule,subject}``: nodes off the majority value;
-- ``aiaudit_fleet_identity_findings{kind}``: cloned machine ids, reused host names.
+- ``aiaudit_fleet_nodes{ruleset,ruleset_version,tool_version}`` (per group),
+  ``aiaudit_fleet_distinct_nodes`` (the fleet: a node in two groups counts once),
+  ``aiaudit_fleet_reports``, ``aiaudit_fleet_input_problems``,
+  ``aiaudit_fleet_conflicts``, ``aiaudit_fleet_failing_nodes{fail_on}``;
+- ``aiaudit_fleet_drift_outliers{ruleset,...,rule,subject}``: nodes off the majority value,
+  for the :data:`~aiaudit.fleet.bounds.MAX_PROM_DRIFT` subjects with the most outliers
+  (``aiaudit_fleet_drift_subjects`` counts them all: a hostile report with 20,000 subjects
+  must not make a 400 MB textfile);
+- ``aiaudit_fleet_identity_findings{kind}``: cloned machine ids, reused host names, shared
+  product UUIDs.
 
-Label values are escaped as the format requires and no label set repeats within a metric.
+Label values are escaped as the format requires after the control characters are made
+visible (:func:`aiaudit.core.escape.human_safe`: a raw ESC or bidi override never reaches a
+dashboard), and no label set repeats within a metric.
 """
 
 from __future__ import annotations
 
 from typing import Mapping
 
+from aiaudit.core.escape import human_safe
+from aiaudit.fleet import bounds
 from aiaudit.fleet.extract import STATUSES
 from aiaudit.fleet.gate import failing_nodes
 from aiaudit.fleet.model import Fleet
@@ -33,8 +43,8 @@ class _Doc:
         self.lines += [f"# HELP {name} {escape_help(help_text)}", f"# TYPE {name} gauge"]
         seen: set[str] = set()
         for labels, value in samples:
-            lab = ("{" + ",".join(f'{k}="{escape_label(v)}"' for k, v in labels.items()) + "}"
-                   if labels else "")
+            lab = ("{" + ",".join(f'{k}="{escape_label(human_safe(v))}"'
+                                  for k, v in labels.items()) + "}" if labels else "")
             if lab not in seen:
                 seen.add(lab)
                 self.lines.append(f"{name}{lab} {value}")
@@ -48,9 +58,14 @@ def render(fleet: Fleet, fail_on: str, max_failing: int) -> str:
     doc.metric("aiaudit_fleet_reports", "Reports (or event runs) aggregated",
                [({}, fleet.reports)])
     doc.metric("aiaudit_fleet_input_problems", "Inputs that could not be used",
-               [({}, len(fleet.problems))])
-    doc.metric("aiaudit_fleet_nodes", "Distinct nodes (host name and machine id) per group",
-               [(labels, len(g.hosts)) for labels, g in groups])
+               [({}, fleet.problem_count)])
+    doc.metric("aiaudit_fleet_conflicts", "Nodes claimed by several different reports",
+               [({}, len(fleet.conflicts))])
+    doc.metric("aiaudit_fleet_distinct_nodes",
+               "Distinct nodes (machine id and product UUID) in the fleet",
+               [({}, fleet.node_count)])
+    doc.metric("aiaudit_fleet_nodes", "Distinct nodes (machine id and product UUID) per group",
+               [(labels, len(g.nodes)) for labels, g in groups])
     doc.metric("aiaudit_fleet_failing_nodes",
                "Nodes failing at least one rule at or above the fail-on severity",
                [({"fail_on": fail_on}, len(failing_nodes(fleet, fail_on)))])
@@ -61,11 +76,15 @@ def render(fleet: Fleet, fail_on: str, max_failing: int) -> str:
                [({**labels, "rule": r.rule_id, "severity": r.severity, "status": s},
                  r.count(s)) for labels, g in groups for r in g.rules for s in STATUSES])
     by_label = {g.group.label: labels for labels, g in groups}
+    drifts = (*fleet.drift, *fleet.facts)
+    doc.metric("aiaudit_fleet_drift_subjects", "Subjects and host facts whose values differ "
+               "between nodes", [({}, len(drifts))])
+    shown = sorted(drifts, key=lambda d: -len(d.outliers))[:bounds.MAX_PROM_DRIFT]
     doc.metric("aiaudit_fleet_drift_outliers",
                "Nodes whose value differs from the majority of the fleet",
                [({**by_label.get(d.group, {}), "rule": d.rule_id, "subject": d.subject},
-                 len(d.outliers)) for d in (*fleet.drift, *fleet.facts)])
-    kinds = {"duplicate-machine-id": 0, "duplicate-hostname": 0}
+                 len(d.outliers)) for d in shown])
+    kinds = {"duplicate-machine-id": 0, "duplicate-hostname": 0, "duplicate-product-uuid": 0}
     for f in fleet.identity:
         kinds[f.kind] += 1
     doc.metric("aiaudit_fleet_identity_findings",

@@ -1,1 +1,0 @@
-"""Checks ``rdma.<name>``, one module each: ``checks/rdma/<name>.py``."""
