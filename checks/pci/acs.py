@@ -8,7 +8,8 @@ when the scan may read the extended space).  Decides with the ACS Control regist
 Completion Redirect on any bridge of the path fails (the traffic goes up to the root
 complex); a configuration space the kernel shows only 64 bytes of (a reader without
 CAP_SYS_ADMIN, drivers/pci/pci-sysfs.c ``pci_read_config``) is an error.  Applies where
-there are two GPUs, or a GPU and an HCA.
+there are two GPUs, or a GPU and an HCA; GPUs are NVIDIA's and AMD's (AMD's tuning guides
+ask for ACS off for peer-to-peer between GPUs and NICs over PCIe, as NCCL's and RCCL's do).
 """
 
 from __future__ import annotations
@@ -33,6 +34,10 @@ from aiaudit.linux.pci.devices import PCI, PciDev, pci_devices
 FIX = Remediation("Disable ACS on the PCIe switches in the BIOS (or NVIDIA's bare-metal "
                   "recipe with setpci), or keep the IOMMU on for isolation and accept the "
                   "P2P cost; then confirm with `nvidia-smi topo -p2p r`.")
+AMD_FIX = Remediation("Disable ACS on the PCIe switches in the BIOS (or with setpci at "
+                      "boot, as AMD's multi-GPU guides describe), or keep the IOMMU on for "
+                      "isolation and accept the P2P cost; then confirm with "
+                      "`amd-smi topology` (or `rocm-smi --showtopo`).")
 
 
 def _path(host: Host, dev: PciDev, by_path: dict[str, PciDev]
@@ -59,7 +64,8 @@ def _path(host: Host, dev: PciDev, by_path: dict[str, PciDev]
     return bad, unread, checked
 
 
-def _judge(host: Host, dev: PciDev, by_path: dict[str, PciDev], iommu_on: bool) -> Result:
+def _judge(host: Host, dev: PciDev, by_path: dict[str, PciDev], iommu_on: bool,
+           fix: Remediation) -> Result:
     """One GPU or HCA: its path to the root port."""
     subject = f"{dev.kind} {dev.bdf}"
     bad, unread, checked = _path(host, dev, by_path)
@@ -70,7 +76,7 @@ def _judge(host: Host, dev: PciDev, by_path: dict[str, PciDev], iommu_on: bool) 
                       "through the IOMMU" + (")" if iommu_on else ", which is off: it may "
                       "hang or be refused)"), expected="P2P redirect off",
                       actual="redirect on", aspect=Aspect.RUNTIME, evidence=ev,
-                      remediation=FIX)
+                      remediation=fix)
     if unread:
         return Result(Status.ERROR, subject, "the extended configuration space of "
                       f"{', '.join(unread)} cannot be read (the kernel shows only 64 bytes "
@@ -90,15 +96,16 @@ def run(ctx: CheckContext) -> Iterator[Result]:
                      "offline scan cannot see it")
         return
     by_path = {d.path: d for d in pci_devices(host)}
-    gpus = [d for d in by_path.values() if d.is_nvidia_gpu and not d.virtfn]
+    gpus = [d for d in by_path.values() if d.is_gpu and not d.virtfn]
     hcas = [d for d in by_path.values() if d.is_hca and not d.virtfn]
     if len(gpus) < 2 and not (gpus and hcas):
-        yield Result(Status.SKIP, "acs", f"{len(gpus)} NVIDIA GPU(s) and {len(hcas)} HCA(s): "
+        yield Result(Status.SKIP, "acs", f"{len(gpus)} GPU(s) and {len(hcas)} HCA(s): "
                      "no PCIe peer-to-peer path between GPUs or GPU and HCA")
         return
     iommu_on = bool(host.listdir("/sys/class/iommu"))
+    fix = FIX if any(d.is_nvidia_gpu for d in gpus) else AMD_FIX
     for dev in gpus + (hcas if gpus else []):
-        yield _judge(host, dev, by_path, iommu_on)
+        yield _judge(host, dev, by_path, iommu_on, fix)
 
 
 @hookimpl
@@ -108,7 +115,7 @@ def aiaudit_register_checks() -> list[CheckSpec]:
         id="pci.acs", title="PCIe switches do not redirect GPU peer-to-peer traffic",
         run=run, modes=("live",),
         params_schema={"type": "object", "additionalProperties": False},
-        description="For each bridge between a GPU (or, with GPUs, an HCA) and its "
-                    "root port: the ACS "
+        description="For each bridge between a GPU (NVIDIA or AMD; or, with GPUs, an "
+                    "HCA) and its root port: the ACS "
                     "Control register (extended config space, readable as root) has "
                     "P2P Request/Completion Redirect off.")]

@@ -6,7 +6,9 @@ bridge above it, ``current_link_speed``, ``max_link_speed``, ``current_link_widt
 ``max_link_width`` (Documentation/ABI/testing/sysfs-bus-pci; formats in
 :mod:`aiaudit.linux.pci.sysfs`).  Decides: the link trains to the lower of the two ends'
 maxima; a narrower link (or width 0, the link down) fails, and so does a slower one except
-on an idle GPU, which lowers its link speed to save power (unless ``gpu_speed_strict``).
+on an idle GPU, which lowers its link speed to save power (unless ``gpu_speed_strict``): the
+NVIDIA driver does, and so does amdgpu (its PCIe DPM levels, ``pp_dpm_pcie``).  GPUs are
+NVIDIA's and AMD's (:attr:`aiaudit.linux.pci.devices.PciDev.is_gpu`).
 """
 
 from __future__ import annotations
@@ -88,7 +90,7 @@ def _shortfalls(d: PciDev, link: Link, want_w: int, want_s: float | None, strict
         problems.append(f"width x{link.cur_width} of x{want_w}")
     slow = want_s is not None and link.cur_speed is not None and link.cur_speed < want_s
     note = ""
-    if slow and d.is_nvidia_gpu and not strict:
+    if slow and d.is_gpu and not strict:
         note = (f"; speed {_gts(link.cur_speed)} below {_gts(want_s)} is normal for an "
                 "idle GPU (it lowers its link speed to save power; check under load)")
     elif slow:
@@ -161,4 +163,5 @@ def aiaudit_register_checks() -> list[CheckSpec]:
                                               "speed too (it downtrains to save "
                                               "power)"}}},
         description="current_link_width/speed against the lower of the device's "
-                    "and its upstream port's max_link_width/speed.")]
+                    "and its upstream port's max_link_width/speed; GPUs are NVIDIA's "
+                    "and AMD's (Radeon, Instinct).")]

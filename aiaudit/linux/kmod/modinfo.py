@@ -13,7 +13,8 @@ import struct
 import zlib
 from typing import Any, Callable, Iterable, Iterator
 
-from aiaudit.core.errors import ParseError
+from aiaudit.core.errors import ParseError, TooLarge
+from aiaudit.core.host import Host
 
 DECOMPRESSED_CAP = 512 * 1024 * 1024
 """Largest decompressed module accepted (the proprietary nvidia.ko is under 100 MiB)."""
@@ -261,3 +262,26 @@ class StreamedImage:
         data = bytes(got)
         self._kept.append((want[0], data))
         return data
+
+
+MODULE_READ_CAP = 256 * 1024 * 1024
+"""Largest module file read for its version (nvidia.ko is ~100 MiB with debug info)."""
+
+
+def file_version(host: Host, path: str) -> str | None:
+    """``modinfo -F version`` of module file ``path`` on the scanned root, reading only
+    the parts of the ELF image it needs (an uncompressed module through
+    ``Host.read_range``, a compressed one streamed through its decompressor): a few MiB
+    of memory whatever the file's size.  A file over :data:`MODULE_READ_CAP` raises
+    :class:`~aiaudit.core.errors.TooLarge`."""
+    if not path.endswith((".xz", ".gz", ".zst")):
+        size = host.stat(path).st_size
+        if size > MODULE_READ_CAP:
+            raise TooLarge(f"{path}: {size} bytes, over the {MODULE_READ_CAP}-byte read cap")
+        info = read_modinfo(lambda off, n: host.read_range(path, off, n), lambda: size)
+    else:
+        image = StreamedImage(lambda: inflate(path, host.read_chunks(path,
+                                                                     cap=MODULE_READ_CAP)))
+        info = read_modinfo(image.read_at, image.size)
+    values = info.get("version")
+    return values[0] if values else None

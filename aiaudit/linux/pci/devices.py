@@ -5,7 +5,11 @@ Sources: Documentation/ABI/testing/sysfs-bus-pci (``vendor``, ``class``, ``physf
 and the directory above a device is its upstream bridge (drivers/base/core.c names device
 directories after their parents), which is how the upstream port is found.  NVSwitches are
 NVIDIA (0x10de) functions of class 0x0680 ("other bridge"), as ``lspci`` lists them on
-HGX/DGX baseboards.
+HGX/DGX baseboards.  AMD GPUs are the AMD/ATI (0x1002) functions the amdgpu driver binds by
+class (drivers/gpu/drm/amd/amdgpu/amdgpu_drv.c ``pciidlist``: ``PCI_CLASS_DISPLAY_VGA``,
+``PCI_CLASS_DISPLAY_OTHER`` and ``PCI_CLASS_ACCELERATOR_PROCESSING``, each ``<< 8`` with
+``class_mask = 0xffffff``): 0x030000 (Radeon, APUs), 0x038000 (Instinct MI100/MI200) and
+0x120000 (Instinct MI300 and later, "Processing accelerators" in ``lspci``).
 """
 
 from __future__ import annotations
@@ -18,11 +22,16 @@ from aiaudit.linux.pci import sysfs
 PCI = "/sys/bus/pci/devices"
 """Where every PCI function is listed (a link per function)."""
 NVIDIA = 0x10DE
+AMD = 0x1002
+"""AMD/ATI, the vendor id of Radeon and Instinct GPUs (0x1022 is AMD's CPU-side vendor id)."""
 MELLANOX = 0x15B3
 MAX_PCI = 4096
 """Most PCI functions examined (large hosts have ~1000)."""
 PCI_CLASS_INFINIBAND = 0x0207
 """Class/subclass of InfiniBand controllers."""
+AMDGPU_CLASSES = (0x030000, 0x038000, 0x120000)
+"""The 24-bit classes amdgpu binds any AMD function of (VGA, display "other", processing
+accelerator; programming interface 0)."""
 
 
 @record
@@ -45,6 +54,16 @@ class PciDev:
         return self.vendor == NVIDIA and self.klass >> 16 == sysfs.PCI_CLASS_DISPLAY
 
     @property
+    def is_amd_gpu(self) -> bool:
+        """An AMD function of a class the amdgpu driver binds (Radeon, Instinct, APU)."""
+        return self.vendor == AMD and self.klass in AMDGPU_CLASSES
+
+    @property
+    def is_gpu(self) -> bool:
+        """A GPU of either vendor (NVIDIA display/3D controller or AMD amdgpu class)."""
+        return self.is_nvidia_gpu or self.is_amd_gpu
+
+    @property
     def is_nvswitch(self) -> bool:
         """An NVIDIA "other bridge": an NVSwitch."""
         return self.vendor == NVIDIA and self.klass >> 8 == sysfs.PCI_CLASS_BRIDGE_OTHER
@@ -58,8 +77,8 @@ class PciDev:
 
     @property
     def kind(self) -> str:
-        """``GPU``, ``NVSwitch``, ``HCA`` or ``device``."""
-        if self.is_nvidia_gpu:
+        """``GPU`` (NVIDIA or AMD), ``NVSwitch``, ``HCA`` or ``device``."""
+        if self.is_gpu:
             return "GPU"
         if self.is_nvswitch:
             return "NVSwitch"

@@ -37,3 +37,21 @@ def test_link_width_and_speed_against_upstream_port(make_root) -> None:
 def test_link_is_live_only(make_root) -> None:
     [r] = run_check("pci.link", make_root({}))
     assert r.status is Status.SKIP
+
+
+def test_amd_gpus_are_gpus(make_root) -> None:
+    """MI300X (processing accelerator) and a Radeon (VGA) are judged like NVIDIA GPUs, with
+    the idle-GPU leniency (amdgpu lowers its link speed through PCIe DPM)."""
+    files, links = {}, {}
+    pci(files, links, "0000:00:01.0", 0x1022, 0x060400, "32.0 GT/s PCIe", 16)
+    pci(files, links, "0000:00:01.0/0000:05:00.0", 0x1002, 0x120000, "32.0 GT/s PCIe", 16,
+        cur_width=8)
+    pci(files, links, "0000:00:02.0", 0x1022, 0x060400, "16.0 GT/s PCIe", 16)
+    pci(files, links, "0000:00:02.0/0000:0a:00.0", 0x1002, 0x030000, "16.0 GT/s PCIe", 16,
+        cur_speed="2.5 GT/s PCIe")
+    pci(files, links, "0000:00:02.0/0000:0a:00.1", 0x1002, 0x040300, "16.0 GT/s PCIe", 16)
+    got = {r.subject: r for r in run_check("pci.link", make_root(files, links), live=True)}
+    assert set(got) == {"GPU 0000:05:00.0", "GPU 0000:0a:00.0"}  # not the HD audio function
+    assert got["GPU 0000:05:00.0"].status is Status.FAIL
+    assert got["GPU 0000:0a:00.0"].status is Status.PASS
+    assert "idle GPU" in got["GPU 0000:0a:00.0"].message

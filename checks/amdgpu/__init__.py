@@ -1,0 +1,1 @@
+"""Checks ``amdgpu.<name>``, one module each: ``checks/amdgpu/<name>.py``."""
