@@ -2,13 +2,19 @@
 build of PyTorch or JAX on the host.
 
 Gathers the driver version (:func:`aiaudit.linux.gpu.driver.driver_version`), the
-``/usr/local/cuda-*`` toolkits (``version.json`` / ``version.txt``) and the framework
-builds of the system, conda and venv site directories (``torch/version.py`` parsed with
-``ast``, ``*.dist-info`` names): :mod:`aiaudit.linux.gpu.stack`.  Decides against NVIDIA's
+``/usr/local/cuda-*`` toolkits (``version.json`` / ``version.txt``, or for a toolkit
+assembled from pip wheels the wheels' dist-info, ``cuda.h`` or the ``nvcc`` banner) and the
+framework builds of the system, conda and venv site directories (``torch/version.py``
+parsed with ``ast``, ``*.dist-info`` names): :mod:`aiaudit.linux.gpu.stack`; live on the
+real ``/``, the CUDA version the running driver reports (``cuda_version`` of
+``nvidia-smi -q -x``, shared with the other ``gpu.*`` rules).  Decides: the driver's own
+CUDA version is authoritative where it is known (the release rule needs it at least the
+toolkit's major.minor, minor-version compatibility at least its major); otherwise NVIDIA's
 minimum driver per CUDA version (CUDA release notes, Table 2 "minor version compatibility"
 or Table 3 "toolkit driver"; shipped in ``checks/data/cuda_drivers.json`` with its source
 and date), accepting a newer forward-compatibility libcuda where
-:mod:`aiaudit.linux.gpu.compat` allows it.  Nothing from the scanned root is run or
+:mod:`aiaudit.linux.gpu.compat` allows it.  A CUDA release newer than the table is
+"unknown, table from DATE" (skip), never an error.  Nothing from the scanned root is run or
 imported.
 """
 
@@ -27,7 +33,7 @@ from aiaudit.api import (
 )
 from aiaudit.core.host import Host
 from aiaudit.core.startup.records import record
-from aiaudit.linux.gpu import compat, cuda, driver
+from aiaudit.linux.gpu import compat, cuda, driver, nvsmi
 from aiaudit.linux.gpu import stack as gs
 
 ENVS: dict[str, Any] = {
@@ -55,6 +61,9 @@ class _Against:
     full: bool
     """Table 3 (the driver of each release) rather than minor-version compatibility."""
     drv: gs.Version | None
+    driver_cuda: tuple[int, int] | None = None
+    """The CUDA version the running driver supports, as nvidia-smi reports it (live)."""
+    driver_cuda_ev: Evidence | None = None
 
     @property
     def table_name(self) -> str:
@@ -83,15 +92,60 @@ def _via_compat(a: _Against, subject: str, what: str, minimum: str, basis: str,
                   evidence=(*ev, Evidence.file(compat_lib.path)), data=data, remediation=rem)
 
 
+def _unknown(a: _Against, subject: str, cv: cuda.CudaVersion,
+             evidence: tuple[Evidence, ...]) -> Result:
+    """CUDA newer than the shipped table and no driver-reported CUDA version to decide:
+    unknown (a stale table is never an error)."""
+    return Result(Status.SKIP, subject,
+                  f"unknown: CUDA {cv.text} is newer than the {a.table_name} (table from "
+                  f"{a.table.read}, newest CUDA {cuda.vstr(a.table.newest())}); the driver's "
+                  "own CUDA version decides, which nvidia-smi reports only when scanning the "
+                  "real / live; refresh checks/data/cuda_drivers.json",
+                  evidence=evidence, data={"cuda": cv.text, "table_read": a.table.read})
+
+
+def _by_driver_cuda(a: _Against, subject: str, cv: cuda.CudaVersion,
+                    evidence: tuple[Evidence, ...], compat_lib: gs.Lib | None,
+                    what: str) -> Result | None:
+    """The running driver's own CUDA version (nvidia-smi, live) decides: the release rule
+    needs it at least ``cv``'s major.minor, minor-version compatibility at least its major.
+    ``None`` (the table decides) without it, or when a forward-compatibility libcuda may
+    carry what the driver does not."""
+    dc = a.driver_cuda
+    if dc is None:
+        return None
+    ok = (cv.major, cv.minor) <= dc if a.full else cv.major <= dc[0]
+    if not ok and compat_lib is not None:
+        return None
+    shown = f"{dc[0]}.{dc[1]}"
+    need = f"{cv.major}.{cv.minor}" if a.full else f"{cv.major}.x"
+    ev = tuple(e for e in (a.driver_cuda_ev, *evidence) if e is not None)
+    data = {"cuda": cv.text, "driver_cuda": shown, "basis": "driver-reported CUDA version",
+            "driver": a.drv.version if a.drv else None}
+    if ok:
+        return Result(Status.PASS, subject, f"{what} needs a driver supporting CUDA {need}; "
+                      f"the driver reports CUDA {shown} (nvidia-smi)", expected=f">= {need}",
+                      actual=shown, evidence=ev, data=data)
+    req = a.table.required(cv, a.full)
+    rem = (_install(a, req[0], what) if req else Remediation(
+        f"{what} needs a driver supporting CUDA {need}: install a newer driver branch."))
+    return Result(Status.FAIL, subject, f"{what} needs a driver supporting CUDA {need} but "
+                  f"the driver reports CUDA {shown} (nvidia-smi): CUDA calls fail with 'CUDA "
+                  "driver version is insufficient for CUDA runtime version'",
+                  expected=f">= {need}", actual=shown, evidence=ev, data=data,
+                  remediation=rem)
+
+
 def _decide(a: _Against, subject: str, cv: cuda.CudaVersion,
             evidence: tuple[Evidence, ...], compat_lib: gs.Lib | None, what: str) -> Result:
-    """One CUDA user (``what``, built for ``cv``) against the driver."""
+    """One CUDA user (``what``, built for ``cv``) against the driver: its own CUDA version
+    where nvidia-smi reports it, else the shipped table."""
+    by_driver = _by_driver_cuda(a, subject, cv, evidence, compat_lib, what)
+    if by_driver is not None:
+        return by_driver
     req = a.table.required(cv, a.full)
     if req is None:
-        return Result(Status.ERROR, subject,
-                      f"CUDA {cv.text} is not in the {a.table_name} (read {a.table.read}, "
-                      f"newest {cuda.vstr(a.table.newest())}); extend "
-                      "checks/data/cuda_drivers.json", evidence=evidence)
+        return _unknown(a, subject, cv, evidence)
     minimum, basis = req
     data: dict[str, Any] = {"cuda": cv.text, "required": minimum, "basis": basis,
                             "table_read": a.table.read}
@@ -161,6 +215,19 @@ def _framework(a: _Against, f: gs.Framework, loader_compat: gs.Lib | None) -> Re
                    f"{f.name} {f.version} ({label}{wheels})")
 
 
+def _driver_cuda(host: Host, timeout: float) -> tuple[tuple[int, int] | None,
+                                                      Evidence | None]:
+    """The CUDA version the running driver reports (``cuda_version`` of ``nvidia-smi -q
+    -x``, the run every ``gpu.*`` rule shares); only when scanning the real / live."""
+    if not host.allow_commands:
+        return None, None
+    got = nvsmi.query(host, timeout)
+    if isinstance(got, str) or got.cuda is None:
+        return None, None
+    return got.cuda, Evidence.command(" ".join(nvsmi.SMI_ARGV),
+                                      f"driver {got.driver_version}, CUDA {got.cuda_text}")
+
+
 def run(ctx: CheckContext) -> Iterator[Result]:
     """The driver is new enough for each CUDA toolkit and framework build."""
     host, p = ctx.host, ctx.params
@@ -168,8 +235,9 @@ def run(ctx: CheckContext) -> Iterator[Result]:
     if blocked:
         yield blocked
         return
+    dc, dc_ev = _driver_cuda(host, float(p["timeout"]))
     a = _Against(host, p, gs.driver_table(), p["table"] == "release",
-                 driver.driver_version(host))
+                 driver.driver_version(host), dc, dc_ev)
     tks = gs.toolkits(host) if "toolkits" in p["targets"] else []
     fws = (gs.frameworks(host, p["python_envs"], p["venv_roots"], p["search_homes"])
            if "frameworks" in p["targets"] else [])
@@ -196,9 +264,15 @@ def aiaudit_register_checks() -> list[CheckSpec]:
                                      "major); release: Table 3 (driver of each release)"},
             "targets": {"type": "array", "items": {"enum": ["toolkits", "frameworks"]},
                         "default": ["toolkits", "frameworks"], "uniqueItems": True},
-            "forward_compat": compat.POLICY_PARAM, **ENVS}),
+            "forward_compat": compat.POLICY_PARAM,
+            "timeout": {"type": "number", "minimum": 1, "maximum": 60, "default": 15,
+                        "description": "seconds nvidia-smi may take (live, real / only)"},
+            **ENVS}),
         description=(
-            "Compares the driver (kernel module, else libcuda) with NVIDIA's minimum "
-            "driver for each /usr/local/cuda-* toolkit (version.json/version.txt) and each "
-            "PyTorch (torch/version.py, parsed) or JAX CUDA build in system, conda and venv "
-            "site directories; table shipped in checks/data/cuda_drivers.json."))]
+            "Live on the real /: the CUDA version the driver reports (nvidia-smi -q -x) "
+            "decides for each /usr/local/cuda-* toolkit (version.json, version.txt, CUDA "
+            "wheel dist-info, cuda.h or the nvcc banner, never run) and each PyTorch "
+            "(torch/version.py, parsed) or JAX CUDA build in system, conda and venv site "
+            "directories. Otherwise the driver (kernel module, else libcuda) against "
+            "NVIDIA's minimum driver in checks/data/cuda_drivers.json; a CUDA release "
+            "newer than that table is 'unknown, table from DATE' (skip), never an error."))]

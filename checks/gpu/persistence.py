@@ -2,8 +2,9 @@
 
 Gathers, at boot, ``nvidia-persistenced.service`` (installed, masked, enabled, its
 ``ExecStart`` options: :mod:`aiaudit.linux.systemd.units`) and, only when scanning the
-real ``/`` live, ``nvidia-smi --query-gpu=index,pci.bus_id,persistence_mode
---format=csv,noheader`` with a timeout (never from a scanned root).  Decides: the daemon
+real ``/`` live, each GPU's ``persistence_mode`` from ``nvidia-smi -q -x`` (the one run
+per scan every ``gpu.*`` rule shares, :func:`aiaudit.linux.gpu.nvsmi.query`, with a
+timeout; never from a scanned root).  Decides: the daemon
 enables persistence mode for every GPU unless run with ``--no-persistence-mode``
 (nvidia-persistenced(1)); live, each GPU's mode must be ``Enabled`` and, with ``persist``,
 the daemon configured so it stays so (``nvidia-smi -pm 1`` alone reverts at reboot).
@@ -24,13 +25,12 @@ from aiaudit.api import (
     Status,
     hookimpl,
 )
-from aiaudit.core.errors import CommandError, HostError, LiveStateUnavailable, ParseError
+from aiaudit.core.errors import HostError, ParseError
 from aiaudit.core.host import Host
-from aiaudit.linux.gpu import driver, nvidia
+from aiaudit.linux.gpu import driver, nvidia, nvsmi
 
 PERSISTENCED = "nvidia-persistenced.service"
-SMI_ARGV = ("nvidia-smi", "--query-gpu=index,pci.bus_id,persistence_mode",
-            "--format=csv,noheader")
+SMI_ARGV = nvsmi.SMI_ARGV
 
 
 def _persistenced(host: Host) -> tuple[bool | None, str, tuple[Evidence, ...]]:
@@ -95,32 +95,24 @@ def _at_boot_only(host: Host, boot: bool | None, why: str, bev: tuple[Evidence, 
 
 
 def _query(host: Host, timeout: float) -> list[nvidia.GpuPersistence] | Result:
-    """nvidia-smi's persistence mode per GPU, or an error result."""
-    shown = " ".join(SMI_ARGV)
-    try:
-        res = host.run(list(SMI_ARGV), timeout=timeout)
-    except (CommandError, LiveStateUnavailable) as exc:
-        return Result(Status.ERROR, "nvidia-smi", f"persistence mode cannot be read: {exc}",
-                      evidence=(Evidence.command(shown),))
-    out = res.stdout.strip()
-    if res.returncode != 0:
-        first = (out or res.stderr.strip()).splitlines()[:1]
-        return Result(Status.ERROR, "nvidia-smi", f"nvidia-smi exited {res.returncode}: "
-                      f"{first[0] if first else 'no output'}",
-                      evidence=(Evidence.command(shown, out[:200]),))
-    try:
-        return nvidia.parse_persistence_csv(out)
-    except ParseError as exc:
-        return Result(Status.ERROR, "nvidia-smi", f"unexpected nvidia-smi output: {exc}",
-                      evidence=(Evidence.command(shown, out[:200]),))
+    """Each GPU's persistence mode (``nvidia-smi -q -x``, shared), or an error result;
+    ``[N/A]`` where the platform has none (Windows, vGPU guests)."""
+    got = nvsmi.query(host, timeout)
+    if isinstance(got, str):
+        return Result(Status.ERROR, "nvidia-smi", f"persistence mode cannot be read: {got}",
+                      evidence=(Evidence.command(" ".join(SMI_ARGV)),))
+    if not got.gpus:
+        return Result(Status.ERROR, "nvidia-smi", "nvidia-smi -q -x listed no GPU",
+                      evidence=(Evidence.command(" ".join(SMI_ARGV)),))
+    return [nvidia.GpuPersistence(str(i), g.bus_id, g.persistence or "[N/A]")
+            for i, g in enumerate(got.gpus)]
 
 
 def _gpu(host: Host, p: Mapping[str, Any], row: nvidia.GpuPersistence,
          boot: bool | None, why: str, bev: tuple[Evidence, ...], installed: bool) -> Result:
     """One GPU's persistence mode now, and whether it lasts."""
     subject = f"GPU {row.index} ({row.bus_id})"
-    ev = (Evidence.command(" ".join(SMI_ARGV), f"{row.index}, {row.bus_id}, {row.mode}"),
-          *bev)
+    ev = (Evidence.command(" ".join(SMI_ARGV), f"persistence_mode {row.mode}"), *bev)
     if row.mode not in ("Enabled", "Disabled"):
         return Result(Status.SKIP, subject, f"persistence mode is {row.mode} on this GPU "
                       "(not supported on this platform)", evidence=ev)
@@ -169,6 +161,7 @@ def aiaudit_register_checks() -> list[CheckSpec]:
             "persist": {"type": "boolean", "default": True,
                         "description": "also require nvidia-persistenced enabled at boot"}}),
         description=(
-            "Live (real /): nvidia-smi --query-gpu=index,pci.bus_id,persistence_mode with "
-            "a timeout (a hung or missing nvidia-smi is an error result). At boot: "
+            "Live (real /): persistence_mode of each GPU in nvidia-smi -q -x (run once "
+            "per scan with a timeout; a hung or missing nvidia-smi is an error result). "
+            "At boot: "
             "nvidia-persistenced.service enabled and not run with --no-persistence-mode."))]

@@ -3,7 +3,12 @@
 ``version.json`` (CUDA >= 11.1): ``{"cuda": {"name": "CUDA SDK", "version": "12.4.1"},
 "cuda_cudart": {"version": "12.4.127"}, ...}``; the top version may carry a build date instead
 of the update number (``11.8.20220929``).  ``version.txt`` (CUDA <= 11.0): ``CUDA Version
-10.2.89`` (the third number is a build, not the update).  The tables are CUDA release notes
+10.2.89`` (the third number is a build, not the update).  A toolkit assembled from NVIDIA's
+pip wheels has neither: its version is read, without running anything, from the wheels'
+``*.dist-info`` names (``nvidia_cuda_runtime_cu12-12.4.127``, ``nvidia_cuda_runtime-13.0.96``
+for CUDA 13), from ``cuda.h`` (``#define CUDA_VERSION 13000``: major * 1000 + minor * 10)
+or from the banner string inside the ``nvcc`` binary (``Cuda compilation tools, release
+13.0, V13.0.88``, what ``nvcc --version`` prints).  The tables are CUDA release notes
 Table 2 (minor-version compatibility, per CUDA major) and Table 3 (driver shipped with each
 toolkit release).
 """
@@ -87,6 +92,46 @@ def parse_version_txt(text: str) -> CudaVersion:
     if not m:
         raise ParseError("version.txt has no 'CUDA Version' line")
     return cuda_version(m.group(1), exact_update=False)
+
+
+_CUDA_H = lazy_pattern(r"^\s*#\s*define\s+CUDA_VERSION\s+(\d{4,6})\b")
+_NVCC = re.compile(rb"Cuda compilation tools, release (\d{1,3})\.(\d{1,3}), V([0-9.]{1,20})")
+
+NVCC_BANNER_MAX = 200
+"""Longest stretch a banner match can span (kept across chunk boundaries)."""
+
+
+def parse_cuda_h(text: str) -> CudaVersion:
+    """Toolkit release from ``cuda.h``'s ``#define CUDA_VERSION 12040`` (12.4; the update is
+    not in it)."""
+    for line in text.splitlines():
+        m = _CUDA_H().match(line)
+        if m:
+            v = int(m.group(1))
+            return CudaVersion(v // 1000, (v % 1000) // 10, None, f"CUDA_VERSION {v}")
+    raise ParseError("cuda.h has no '#define CUDA_VERSION'")
+
+
+def nvcc_banner(data: bytes) -> CudaVersion | None:
+    """Toolkit release from the bytes of the ``nvcc`` binary (or a part of it): the
+    ``Cuda compilation tools, release 13.0, V13.0.88`` string ``nvcc --version`` prints."""
+    m = _NVCC.search(data)
+    if not m:
+        return None
+    return CudaVersion(int(m.group(1)), int(m.group(2)), None,
+                       f"release {int(m.group(1))}.{int(m.group(2))}, "
+                       f"V{m.group(3).decode('ascii')}")
+
+
+def wheel_release(name: str, version: str) -> CudaVersion | None:
+    """The CUDA release of an NVIDIA toolkit wheel (``nvidia-cuda-runtime-cu12`` 12.4.127,
+    ``nvidia-cuda-runtime`` 13.0.96, likewise ``nvidia-cuda-nvcc``): 12.4, 13.0."""
+    if not re.fullmatch(r"nvidia-cuda-(?:runtime|nvcc)(?:-cu\d{2})?", name):
+        return None
+    try:
+        return cuda_version(version, exact_update=False)
+    except ParseError:
+        return None
 
 
 @record

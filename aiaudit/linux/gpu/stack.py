@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterable
 
 from aiaudit.api import Evidence
 from aiaudit.core import resources
-from aiaudit.core.errors import HostError, LiveStateUnavailable, NotFound, ParseError, TooLarge
+from aiaudit.core.errors import HostError, LiveStateUnavailable, NotFound, ParseError
 from aiaudit.core.host import Host
 from aiaudit.core.startup import lazy_pattern
 from aiaudit.core.startup.records import record
@@ -22,9 +22,6 @@ from aiaudit.linux.gpu import cuda, nvidia
 from aiaudit.linux.kmod import modinfo as elfmodinfo
 from aiaudit.linux.packages.dpkg import upstream_version
 from aiaudit.linux.packages.installed import DPKG_STATUS, dpkg_installed
-
-MODULE_READ_CAP = 256 * 1024 * 1024
-"""Largest kernel module file read (the proprietary nvidia.ko is 60-100 MiB uncompressed)."""
 
 MODULE_DIRS = ("updates", "extra", "kernel/nvidia*", "kernel/drivers/video",
                "kernel/drivers/gpu", "video", "weak-updates")
@@ -336,21 +333,9 @@ def _module_files(host: Host, kroot: str) -> list[str]:
 
 
 def _module_version(host: Host, path: str) -> str | None:
-    """``modinfo -F version`` of module file ``path``, reading only the parts of the ELF
-    image it needs (an uncompressed module through ``read_range``, a compressed one
-    streamed through its decompressor): a few MiB of memory whatever the file's size."""
-    if not path.endswith((".xz", ".gz", ".zst")):
-        size = host.stat(path).st_size
-        if size > MODULE_READ_CAP:
-            raise TooLarge(f"{path}: {size} bytes, over the {MODULE_READ_CAP}-byte read cap")
-        info = elfmodinfo.read_modinfo(lambda off, n: host.read_range(path, off, n),
-                                       lambda: size)
-    else:
-        image = elfmodinfo.StreamedImage(lambda: elfmodinfo.inflate(
-            path, host.read_chunks(path, cap=MODULE_READ_CAP)))
-        info = elfmodinfo.read_modinfo(image.read_at, image.size)
-    values = info.get("version")
-    return values[0] if values else None
+    """``modinfo -F version`` of module file ``path``
+    (:func:`aiaudit.linux.kmod.modinfo.file_version`)."""
+    return elfmodinfo.file_version(host, path)
 
 
 def kernel_side(host: Host) -> KernelSide:
@@ -594,9 +579,109 @@ def _user_side(host: Host) -> UserSide:
 
 # ------------------------------------------------------------------ toolkits
 def toolkits(host: Host) -> list[Toolkit]:
-    """Every ``/usr/local/cuda-*`` (plus ``/usr/local/cuda`` and ``/opt/cuda`` when they are
-    real directories), with its version and forward-compatibility libcuda."""
+    """Every ``/usr/local/cuda-*`` (plus ``/usr/local/cuda`` and ``/opt/cuda``, also where
+    they link into a site directory's ``nvidia/`` wheel tree), with its version (read, never
+    run: :func:`_toolkit_version`) and forward-compatibility libcuda."""
     return host.memo(("gpu-toolkits",), lambda: _toolkits(host))
+
+
+NVCC_READ_CAP = 256 * 1024 * 1024
+"""Largest ``nvcc`` binary searched for its banner (CUDA 13's is 30 MiB)."""
+
+CUDA_H_HEAD = 512 * 1024
+"""Bytes of ``cuda.h`` read for ``#define CUDA_VERSION`` (line ~260 of a 1 MiB file)."""
+
+_Found3 = tuple[cuda.CudaVersion | None, Evidence | None, str | None]
+
+
+def _from_version_files(host: Host, real: str) -> _Found3 | None:
+    """``version.json`` (CUDA >= 11.1), else ``version.txt``; ``None`` when neither exists."""
+    for fn, parse in (("version.json", cuda.parse_version_json),
+                      ("version.txt", cuda.parse_version_txt)):
+        path = f"{real}/{fn}"
+        try:
+            text = host.read_text(path, cap=1024 * 1024)
+        except NotFound:
+            continue
+        except HostError as exc:
+            return None, None, str(exc)
+        try:
+            version = parse(text)
+        except ParseError as exc:
+            return None, None, f"{path}: {exc}"
+        return version, Evidence.file(path, None, version.raw), None
+    return None
+
+
+def _wheel_dirs(real: str) -> list[str]:
+    """Where the ``*.dist-info`` of a toolkit assembled from pip wheels are: in it, in its
+    ``dist-info`` directory, or (the toolkit is ``<site>/nvidia/cu13`` or
+    ``<site>/nvidia/cuda_nvcc``) in the site directory two levels up."""
+    out = [real, f"{real}/dist-info"]
+    parts = real.rsplit("/", 2)
+    if len(parts) == 3 and parts[1] == "nvidia" and parts[0].endswith(
+            ("site-packages", "dist-packages")):
+        out.append(parts[0])
+    return out
+
+
+def _from_wheels(host: Host, real: str) -> _Found3 | None:
+    """The CUDA release of the ``nvidia-cuda-runtime`` (else ``nvidia-cuda-nvcc``) wheel
+    the toolkit was assembled from, by its ``*.dist-info`` name."""
+    found: dict[str, tuple[cuda.CudaVersion, str]] = {}
+    for d in _wheel_dirs(real):
+        try:
+            names = host.listdir(d) if host.is_dir(d) else []
+        except HostError:
+            continue
+        for n in names:
+            hit = pyenv.dist_info(n) if n.endswith(".dist-info") else None
+            v = cuda.wheel_release(*hit) if hit else None
+            if hit and v:
+                found.setdefault(hit[0].split("-")[2], (v, f"{d}/{n}"))
+    for kind in ("runtime", "nvcc"):
+        if kind in found:
+            v, path = found[kind]
+            return v, Evidence.file(path, None, f"{path.rsplit('/', 1)[-1]}: CUDA {v.text}"), None
+    return None
+
+
+def _from_binaries(host: Host, real: str) -> _Found3 | None:
+    """``include/cuda.h``'s ``CUDA_VERSION``, else the banner inside ``bin/nvcc`` (read,
+    never run)."""
+    h = f"{real}/include/cuda.h"
+    if host.is_file(h):
+        try:
+            v = cuda.parse_cuda_h(host.read_range(h, 0, CUDA_H_HEAD).decode("latin-1"))
+            return v, Evidence.file(h, None, v.raw), None
+        except (HostError, ParseError):
+            pass
+    nvcc = f"{real}/bin/nvcc"
+    if not host.is_file(nvcc):
+        return None
+    tail = b""
+    try:
+        for chunk in host.read_chunks(nvcc, cap=NVCC_READ_CAP):
+            found = cuda.nvcc_banner(tail + chunk)
+            if found:
+                return found, Evidence.file(nvcc, None, found.raw), None
+            tail = chunk[-cuda.NVCC_BANNER_MAX:]
+    except HostError as exc:
+        return None, None, f"{nvcc}: {exc}"
+    return None
+
+
+def _toolkit_version(host: Host, real: str) -> _Found3 | None:
+    """(version, evidence, problem) of the toolkit at ``real``, from the first source that
+    has one (:mod:`aiaudit.linux.gpu.cuda`); ``None`` when nothing says it is a toolkit."""
+    for source in (_from_version_files, _from_wheels, _from_binaries):
+        got = source(host, real)
+        if got is not None:
+            return got
+    if host.exists(f"{real}/bin/nvcc") or host.is_dir(f"{real}/lib64"):
+        return None, None, (f"{real}: no version.json, version.txt, CUDA wheel dist-info, "
+                            "cuda.h CUDA_VERSION or nvcc banner")
+    return None  # not a toolkit (an empty or unrelated directory)
 
 
 def _toolkits(host: Host) -> list[Toolkit]:
@@ -619,30 +704,10 @@ def _toolkits(host: Host) -> list[Toolkit]:
         if real in seen:
             continue
         seen.add(real)
-        version: cuda.CudaVersion | None = None
-        evidence: Evidence | None = None
-        problem: str | None = None
-        for fn, parse in (("version.json", cuda.parse_version_json),
-                          ("version.txt", cuda.parse_version_txt)):
-            path = f"{real}/{fn}"
-            try:
-                text = host.read_text(path, cap=1024 * 1024)
-            except NotFound:
-                continue
-            except HostError as exc:
-                problem = str(exc)
-                break
-            try:
-                version = parse(text)
-                evidence = Evidence.file(path, None, version.raw)
-                problem = None
-            except ParseError as exc:
-                problem = f"{path}: {exc}"
-            break
-        if version is None and problem is None:
-            if not host.exists(f"{real}/bin/nvcc") and not host.is_dir(f"{real}/lib64"):
-                continue  # not a toolkit (an empty or unrelated directory)
-            problem = f"{real}: no version.json or version.txt"
+        got = _toolkit_version(host, real)
+        if got is None:
+            continue
+        version, evidence, problem = got
         compat: Lib | None = None
         cdir = f"{real}/compat"
         if host.is_dir(cdir):

@@ -60,3 +60,54 @@ def test_smi_failure_is_an_error(make_root) -> None:
     ctx = CheckContext(host=host, params=_with_defaults({"property": "ecc"}, spec.params_schema))
     [r] = list(spec.run(ctx))
     assert r.status is Status.ERROR and "exited 9" in r.message
+
+
+def _run_capture(make_root, name: str, prop: str) -> list:
+    from aiaudit.core.plugins import registry
+    from aiaudit.core.ruleset import _with_defaults
+    from tests.linux.gpu import corpus
+
+    [cap] = [c for c in corpus.captures() if c["file"].endswith(name)]
+    files, links = gpu_host()
+    host = _SmiHost(str(make_root(files, links)), corpus.smi_xml(cap))
+    spec = registry().checks["gpu.smi_health"]
+    ctx = CheckContext(host=host, params=_with_defaults({"property": prop},
+                                                        spec.params_schema))
+    return list(spec.run(ctx))
+
+
+def test_real_mig_capture_is_not_reported_not_passed(make_root) -> None:
+    """Issue 26: the A100 MIG capture (remapped_rows N/A) is skipped with the reason and
+    the ECC counts MIG mode reports, never "nothing pending"."""
+    [r] = _run_capture(make_root, "telegraf-a100-sxm4-v12.xml", "memory_errors")
+    assert r.status is Status.SKIP and "MIG" in r.message
+    assert r.subject == "GPU 00000000:01:00.0" and r.data["mig"] == "Enabled"
+
+
+def test_real_power_capped_capture_fails_through_the_check(make_root) -> None:
+    """Issue 26: driver 525's <power_readings><power_limit> 200 W of 350 W."""
+    [r] = _run_capture(make_root, "telegraf-rtx-3090-v12.xml", "throttle")
+    assert r.status is Status.FAIL and "200 W is below the default 350 W" in r.message
+    assert r.remediation is not None and r.data["default_power_limit_w"] == 350.0
+
+
+def test_real_busy_gpu_at_its_default_limit_passes(make_root) -> None:
+    """Issue 26: SW power cap at the default limit under load is normal."""
+    [r] = _run_capture(make_root, "telegraf-3090-v13.xml", "throttle")
+    assert r.status is Status.PASS and "normal under load" in r.message
+
+
+def test_listed_benign_reason_is_judged_when_the_ruleset_asks(make_root) -> None:
+    """A reason outside the defaults (gpu_idle) counts only when a ruleset lists it."""
+    from aiaudit.core.plugins import registry
+    from aiaudit.core.ruleset import _with_defaults
+    from tests.linux.gpu import corpus
+
+    [cap] = [c for c in corpus.captures() if c["file"].endswith("telegraf-a10g.xml")]
+    files, links = gpu_host()
+    host = _SmiHost(str(make_root(files, links)), corpus.smi_xml(cap))
+    spec = registry().checks["gpu.smi_health"]
+    params = _with_defaults({"property": "throttle", "reasons": ["gpu_idle"]},
+                            spec.params_schema)
+    [r] = list(spec.run(CheckContext(host=host, params=params)))
+    assert r.status is Status.FAIL and "GPU idle" in r.message
