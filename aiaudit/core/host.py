@@ -125,6 +125,8 @@ class Host:
         allow_commands: bool | None = None,
         command_timeout: float = 5.0,
         deadline: Deadline | None = None,
+        image_kind: str | None = None,
+        kernel_cmdline: str | None = None,
     ) -> None:
         real = os.path.realpath(root)
         if not os.path.isdir(real):
@@ -141,6 +143,13 @@ class Host:
         )
         self.command_timeout = command_timeout
         self.deadline = deadline or Deadline(None)
+        self.image_kind = image_kind
+        """What the root is, as stated by the person scanning (``--image-kind``:
+        ``bootable``, ``stateless``, ``container``); ``None``: detected from its files."""
+        self.kernel_cmdline = kernel_cmdline
+        """The kernel command line the scanned system boots with, as stated by the person
+        scanning (``--kernel-cmdline``: a provisioner passes it, nothing in the root holds
+        it); ``None``: the root's boot loader files (or ``/proc/cmdline``) say."""
         self._lock = threading.Lock()
         self._bytes: dict[str, bytes | HostError] = {}
         self._cached = 0
@@ -714,6 +723,41 @@ class Host:
         finally:
             os.close(fd)
 
+    def read_kmsg(self, *, cap: int, max_records: int, block: int = 1 << 20
+                  ) -> Iterator[bytes]:
+        """The records of the running kernel's log buffer, oldest first, in ``/dev/kmsg``
+        format, read as ``dmesg`` reads them: ``/dev/kmsg`` opened read-only and
+        non-blocking (each reader has its own position: nothing is consumed or cleared),
+        one ``read`` per record until ``EAGAIN`` (the newest).  Yields blocks of whole
+        records (each record a line and its continuation lines, newline-terminated) of
+        about ``block`` bytes: a record costs its ``read`` and one list append.
+
+        Only on the real ``/`` in a live scan, and only from the kmsg character device
+        (major 1, minor 11), never another file.  ``EPIPE`` (records overwritten while
+        reading) skips ahead as the kernel does; reading stops quietly after ``cap``
+        bytes, ``max_records`` records or the scan deadline.  Raises
+        :class:`LiveStateUnavailable` elsewhere, :class:`NotRegularFile` when
+        ``/dev/kmsg`` is not that device, :class:`HostError` when it cannot be opened
+        (``EPERM``: ``kernel.dmesg_restrict`` without ``CAP_SYSLOG``)."""
+        path = "/dev/kmsg"
+        if not (self.is_real_root and self.live):
+            raise LiveStateUnavailable(f"{path}: the running kernel's log is read only when "
+                                       "scanning the real / live", path=path)
+        try:
+            fd = os.open(path, _O_FLAGS)
+        except OSError as exc:
+            raise HostError(f"{path}: {exc.strerror}", path=path) from None
+        self.reads += 1
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISCHR(st.st_mode) or (os.major(st.st_rdev), os.minor(st.st_rdev)) \
+                    != (1, 11):
+                raise NotRegularFile(f"{path}: not the kernel log device ({_kind(st.st_mode)})",
+                                     path=path)
+            yield from _kmsg_blocks(fd, path, cap, max_records, self.deadline, block)
+        finally:
+            os.close(fd)
+
     def read_many(self, paths: Iterable[str], *, cap: int | None = None
                   ) -> list[bytes | HostError]:
         """What :meth:`read_bytes` gives for each of ``paths``, the error in place of the
@@ -842,6 +886,44 @@ class Host:
             out.decode("utf-8", errors="replace"),
             err.decode("utf-8", errors="replace"),
         )
+
+
+KMSG_RECORD_MAX = 16384
+"""Read size per ``/dev/kmsg`` record: above the kernel's largest record (8 KiB,
+``CONSOLE_EXT_LOG_MAX``); a smaller buffer gets ``EINVAL``."""
+
+
+def _kmsg_blocks(fd: int, path: str, cap: int, max_records: int, deadline: Deadline,
+                 block: int) -> Iterator[bytes]:
+    """:meth:`Host.read_kmsg`'s loop over an open, non-blocking ``/dev/kmsg``."""
+    got: list[bytes] = []
+    add = got.append
+    total = size = count = 0
+    while count < max_records and total < cap:
+        if count & 1023 == 1023 and deadline.expired():
+            break
+        try:
+            rec = os.read(fd, KMSG_RECORD_MAX)
+        except BlockingIOError:
+            break  # EAGAIN: no newer record
+        except InterruptedError:
+            continue
+        except BrokenPipeError:
+            continue  # EPIPE: overwritten under us; the next read gives the oldest left
+        except OSError as exc:
+            raise HostError(f"{path}: {exc.strerror}", path=path) from None
+        if not rec:
+            break
+        count += 1
+        total += len(rec)
+        size += len(rec)
+        add(rec)
+        if size >= block:
+            yield b"".join(got)
+            got.clear()
+            size = 0
+    if got:
+        yield b"".join(got)
 
 
 STDERR_CAP = 65536

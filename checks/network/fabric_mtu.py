@@ -10,6 +10,7 @@ for a RoCE netdev the failure names the IB MTU RoCE then uses
 
 from __future__ import annotations
 
+import shlex
 from typing import Any, Iterator, Mapping
 
 from aiaudit.api import (
@@ -56,8 +57,9 @@ def _judge(nd: str, why: str, mtu: int, p: Mapping[str, Any], path: str) -> Resu
                       f"Set MTU {max(want, 9000)} on {nd} in its persistent network "
                       "configuration (netplan `mtu:`, NetworkManager "
                       "`802-3-ethernet.mtu`, ifupdown `mtu`), matching the switch "
-                      "ports.", (Snippet.command(f"ip link set dev {nd} mtu {max(want, 9000)}",
-                                                 "raise it now"),)))
+                      "ports.", (Snippet.command(
+                          f"ip link set dev {shlex.quote(nd)} mtu {max(want, 9000)}",
+                          "raise it now"),)))
 
 
 def run(ctx: CheckContext) -> Iterator[Result]:

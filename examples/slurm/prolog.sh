@@ -31,6 +31,8 @@
 #              explained from the node.  After fixing: scontrol update nodename=X state=resume
 #   aiaudit missing, a bad argument (2) or an aiaudit bug (4) never drains: a broken
 #              install must not drain the whole cluster; it is logged instead.
+#   Every exit that does not drain removes $AIAUDIT_REASON_FILE: a reason left by an
+#   earlier job would explain a drain this run did not cause.
 #
 # This script runs no Slurm command (no scontrol/sinfo/squeue: they would hit slurmctld
 # from every node at every job start).  The training user comes from $SLURM_JOB_USER,
@@ -41,6 +43,10 @@
 #   AIAUDIT_FAIL_ON=high              AIAUDIT_ON_ERROR=pass     AIAUDIT_TIMEOUT=10
 #   AIAUDIT_REPORT=/run/aiaudit/prolog-last.json
 #   AIAUDIT_REASON_FILE=/run/aiaudit/prolog.reason
+#   AIAUDIT_STATE=/var/lib/aiaudit/prolog-state.json   (unset by default: compare with the
+#       previous prolog's scan, so RDMA-LINK-FLAPPING judges error counters grown since
+#       then and the kernel-log rules look only at lines since then; $AIAUDIT_REPORT then
+#       lists the changes, the exit code and the reason still come from the whole scan)
 #
 # Every job start waits for this script, so it starts no process it can do without: one
 # `timeout` and one `aiaudit` when the node is fit (bench/prolog_bench.py --script).
@@ -61,7 +67,7 @@ if [ -r "$PROLOG_ENV" ]; then
     while IFS= read -r line || [ -n "$line" ]; do
         case $line in
             AIAUDIT=*|AIAUDIT_RULESET=*|AIAUDIT_FAIL_ON=*|AIAUDIT_ON_ERROR=*|\
-            AIAUDIT_TIMEOUT=*|AIAUDIT_REPORT=*|AIAUDIT_REASON_FILE=*) ;;
+            AIAUDIT_TIMEOUT=*|AIAUDIT_REPORT=*|AIAUDIT_REASON_FILE=*|AIAUDIT_STATE=*) ;;
             *) continue ;;
         esac
         name=${line%%=*}
@@ -85,11 +91,23 @@ case $TIMEOUT in
 esac
 REPORT=${AIAUDIT_REPORT:-/run/aiaudit/prolog-last.json}
 REASON_FILE=${AIAUDIT_REASON_FILE:-/run/aiaudit/prolog.reason}
+if [ -n "${AIAUDIT_STATE:-}" ]; then
+    set -- --state "$AIAUDIT_STATE" "$@"
+fi
 
 log() {
     printf '%s\n' "$1" >&2
     if command -v logger >/dev/null 2>&1; then
         logger -t aiaudit-prolog -- "job ${SLURM_JOB_ID:-?}: $1" 2>/dev/null || :
+    fi
+}
+
+# The node is not drained by this run: no earlier run's reason may stand for it (a
+# stale reason misleads whoever reads it after the node was resumed).  rm only when
+# there is something to remove: a fit node starts no process it can do without.
+clear_reason() {
+    if [ -e "$REASON_FILE" ] || [ -L "$REASON_FILE" ]; then
+        rm -f "$REASON_FILE"
     fi
 }
 
@@ -103,6 +121,7 @@ dir_of() {
 
 if [ ! -x "$AIAUDIT" ]; then
     log "aiaudit: not installed at $AIAUDIT; pre-flight check skipped"
+    clear_reason
     exit 0
 fi
 dir_of "$REPORT"; report_dir=$dir
@@ -135,9 +154,7 @@ case $rc in
     0)
         # Nothing to drain for; a warning (rules not evaluated) is still logged.
         [ -n "$reason" ] && log "$reason"
-        if [ -e "$REASON_FILE" ] || [ -L "$REASON_FILE" ]; then
-            rm -f "$REASON_FILE"
-        fi
+        clear_reason
         exit 0 ;;
     1|3)
         [ -n "$reason" ] || reason="aiaudit: exit $rc"
@@ -152,9 +169,11 @@ case $rc in
             printf '%s\n' "$reason" > "$REASON_FILE"
             exit 1
         fi
+        clear_reason
         exit 0 ;;
     *)
         rm -f "$REPORT"
         log "aiaudit: pre-flight check itself failed (exit $rc), node not drained: $stderr"
+        clear_reason
         exit 0 ;;
 esac

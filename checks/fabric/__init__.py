@@ -1,0 +1,1 @@
+"""NVLink fabric checks: Fabric Manager and each GPU's fabric registration."""

@@ -1,0 +1,1 @@
+"""Clean hand-over between jobs: idle GPUs, device nodes, MIG state."""

@@ -1,0 +1,1 @@
+"""Device topology checks: GPU NUMA nodes and GPU-NIC affinity."""

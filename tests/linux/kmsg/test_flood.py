@@ -1,0 +1,55 @@
+"""A flood of a million repeated Xid lines (a GPU that logs the same Xid in a loop) is
+summarised in linear time and flat memory: one key, a bounded ring of times.  Measured in a
+child process (its own peak RSS, its CPU time through :class:`tests.helpers.CpuTime`)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import CpuTime
+
+pytestmark = pytest.mark.slow  # writes 100 MB and scans it (about 20 s)
+
+LINE = ("4,{},{},-;NVRM: Xid (PCI:0000:3b:00): 79, pid=2571, name=python3, GPU has fallen "
+        "off the bus.\n")
+SCAN = """
+import sys
+from aiaudit.core.host import Host
+from aiaudit.linux.kmsg import log
+k = log.load(Host(sys.argv[1], live=True), ())
+a = k.faults.get(("xid", "79", "0000:3b:00.0"))
+# VmHWM: this process's peak RSS (ru_maxrss would carry the forking parent's across exec)
+hwm = [ln.split()[1] for ln in open("/proc/self/status") if ln.startswith("VmHWM:")][0]
+print(k.records, a.count if a else 0, len(k.faults), hwm)
+"""
+
+
+def _root(base: Path, n: int) -> Path:
+    (base / "dev").mkdir(parents=True)
+    with open(base / "dev/kmsg", "w") as fh:
+        fh.write("5,0,0,-;Linux version 6.8.0-60-generic\n")
+        fh.writelines(LINE.format(i, 1_000_000 + i) for i in range(1, n + 1))
+    return base
+
+
+def _scan(root: Path) -> tuple[float, list[int]]:
+    with CpuTime() as t:
+        out = subprocess.run([sys.executable, "-c", SCAN, str(root)], capture_output=True,
+                             text=True, check=True).stdout
+    return t.seconds, [int(x) for x in out.split()]
+
+
+def test_a_million_repeated_xid_lines_scan_in_linear_time_under_100_mb(tmp_path: Path) -> None:
+    base = _scan(_root(tmp_path / "none", 0))[0]  # the interpreter and the imports
+    small_t, small = _scan(_root(tmp_path / "small", 100_000))
+    big_t, big = _scan(_root(tmp_path / "big", 1_000_000))
+    assert small[:3] == [100_001, 100_000, 1]
+    assert big[:3] == [1_000_001, 1_000_000, 1]
+    assert big[3] < 100 * 1024, f"peak RSS {big[3] // 1024} MB"  # VmHWM is in kB
+    # linear: ten times the lines cost at most about ten times the work (15x with noise)
+    per_small = max(small_t - base, 0.05)
+    assert big_t - base < 15 * per_small, (base, small_t, big_t)
