@@ -216,6 +216,7 @@ def host_info(host: Host) -> HostInfo:
     hostname = hostname or _first_line(host, "/etc/hostname") or "unknown"
     osr, osr_path = _os_release(host)
     stamp = image_stamp(host, osr)
+    kind = root_kind(host)
     return HostInfo(
         hostname=hostname,
         machine_id=machine_id(host),
@@ -231,6 +232,8 @@ def host_info(host: Host) -> HostInfo:
         image_version=stamp.version if stamp else None,
         image_build=stamp.build if stamp else None,
         os_release_path=osr_path,
+        image_kind=kind.kind,
+        image_kind_reason=kind.reason,
     )
 
 
@@ -259,3 +262,170 @@ def parse_os_release(text: str) -> dict[str, str]:
         if m:
             out[m.group(1)] = _unquote(m.group(2))
     return out
+
+
+# ------------------------------------------------------------------ the kind of root
+INIT_PATHS = ("/sbin/init", "/bin/init")
+"""Where the kernel looks for init (init/main.c ``kernel_init``: ``/sbin/init``,
+``/etc/init``, ``/bin/init``, then ``/bin/sh``, which every container image has and is no
+init; ``/etc/init`` is upstart's configuration directory on old Ubuntu)."""
+SYSTEMD_PATHS = ("/lib/systemd/systemd", "/usr/lib/systemd/systemd")
+"""systemd's binary (Debian: ``/lib``; merged-usr and RHEL: ``/usr/lib``): a root that
+has it but no ``/sbin/init`` link is taken to boot it (``init=`` names it)."""
+KERNEL_GLOBS = ("/boot/vmlinuz-*", "/boot/config-*", "/lib/modules/*/vmlinuz",
+                "/usr/lib/modules/*/vmlinuz", "/lib/modules/*/modules.dep",
+                "/usr/lib/modules/*/modules.dep")
+"""A kernel in the root: Debian's and RHEL's kernel packages install ``/boot/vmlinuz-*``
+and ``/boot/config-*``, RHEL and Fedora also ``/lib/modules/<release>/vmlinuz``
+(Warewulf's ``wwctl image kernels`` lists both), every kernel ``modules.dep``."""
+BOOT_LOADER_FILES = ("/boot/grub/grub.cfg", "/boot/grub2/grub.cfg", "/etc/default/grub",
+                     "/boot/efi/EFI/*/grub.cfg", "/boot/loader/entries/*.conf",
+                     "/etc/kernel/cmdline", "/boot/loader/loader.conf",
+                     "/boot/efi/loader/loader.conf", "/efi/loader/loader.conf",
+                     "/boot/extlinux/extlinux.conf", "/extlinux.conf")
+"""Files a boot loader of the root reads or is generated from (grub, BLS entries and
+systemd-boot, kernel-install, extlinux): a root with one carries its own kernel command
+line.  ``/etc/default/grub.d/*.cfg`` is not one: a fix bundle writes its drop-in there, and
+an image without grub must not become bootable by it."""
+WAREWULF_FILES = ("/etc/warewulf/excludes", "/etc/warewulf/image_exit.sh",
+                  "/etc/warewulf/container_exit.sh")
+"""Warewulf node images (warewulf/warewulf-node-images Containerfiles; Warewulf's
+userdocs "Image Management": ``/etc/warewulf/excludes``, ``image_exit.sh``, formerly
+``container_exit.sh``, run before ``wwctl image build``)."""
+XCAT_FILES = ("/opt/xcat/xcatdsklspost",)
+"""xCAT diskless images: ``genimage`` (xCAT-server/share/xcat/netboot/*/genimage,
+``postscripts()``) copies ``xcatdsklspost`` into every stateless root image."""
+OS_FILES = ("/etc/os-release", "/usr/lib/os-release", "/bin/sh", "/usr/bin/sh")
+"""An operating system tree (every distribution and container base image has
+os-release(5) or a shell): without one, a root is a bare configuration tree (an ``/etc``
+snapshot), which is judged as the host it configures."""
+CONTAINER_MARKERS = ("/.dockerenv", "/run/.containerenv", "/run/systemd/container")
+"""Live: the running system is a container (Docker, Podman, systemd's own detection,
+``systemd-detect-virt --container``)."""
+LIVE_PROVISIONED = (("wwid", "Warewulf"), ("XCAT", "xCAT"))
+"""Live: a ``/proc/cmdline`` parameter the provisioner's boot script passes (Warewulf's
+iPXE/grub templates ``wwid=<MAC>``; xCAT's netboot ``XCAT=<master>:<port>``)."""
+
+
+@record
+class RootKind:
+    """What the scanned root is, and the facts that said so."""
+
+    kind: str
+    """``bootable``, ``stateless`` or ``container``
+    (:data:`~aiaudit.core.model.IMAGE_KINDS`)."""
+    reason: str
+    """What decided it, for the report header (files found, ``--image-kind``)."""
+    systemd: bool
+    """Whether the root boots systemd, the only reader of unit files and their ``.wants``
+    links (a sysvinit root, or a container image, runs none of them)."""
+    provisioner: str | None = None
+    """``Warewulf`` or ``xCAT`` where its files (or live command line) name it."""
+    stated: bool = False
+    """``--image-kind`` said it."""
+    init: str | None = None
+    """The init program found (``sbin/init -> usr/lib/systemd/systemd``), if any."""
+    bare: bool = False
+    """A configuration tree without an operating system (no os-release, no shell): judged
+    as a bootable host, though nothing in it says so."""
+
+
+def root_kind(host: Host) -> RootKind:
+    """The kind of the scanned root (memoized per run): as stated with ``--image-kind``,
+    else detected from what the root contains (:func:`_offline_kind`) or, live, from the
+    running system (:func:`_live_kind`)."""
+    return host.memo(("root-kind",), lambda: _root_kind(host))
+
+
+def _root_kind(host: Host) -> RootKind:
+    found = _live_kind(host) if host.live else _offline_kind(host)
+    if host.image_kind and host.image_kind != found.kind:
+        return RootKind(host.image_kind, f"stated with --image-kind (its files suggest "
+                        f"{found.kind}: {found.reason})", found.systemd and
+                        host.image_kind != "container", found.provisioner, stated=True,
+                        init=found.init)
+    if host.image_kind:
+        return RootKind(found.kind, f"stated with --image-kind; {found.reason}",
+                        found.systemd, found.provisioner, stated=True, init=found.init,
+                        bare=found.bare)
+    return found
+
+
+def _existing(host: Host, patterns: tuple[str, ...]) -> list[str]:
+    out: list[str] = []
+    for p in patterns:
+        out += host.glob(p) if "*" in p else ([p] if host.exists(p) else [])
+    return out
+
+
+def _init(host: Host) -> tuple[str | None, bool]:
+    """(the init program, shown as ``sbin/init -> lib/systemd/systemd``; whether it is
+    systemd)."""
+    for p in INIT_PATHS:
+        if host.is_file(p):
+            try:
+                target = host.resolve(p)
+            except HostError:
+                target = p
+            shown = p.lstrip("/") if target == p else f"{p.lstrip('/')} -> {target.lstrip('/')}"
+            return shown, target.rsplit("/", 1)[-1] == "systemd"
+    for p in SYSTEMD_PATHS:
+        if host.is_file(p):
+            return p.lstrip("/"), True
+    return None, False
+
+
+def _offline_kind(host: Host) -> RootKind:
+    """Detect the kind from the root's files: a provisioner's image files, a boot
+    loader's configuration, an init and a kernel."""
+    init, systemd = _init(host)
+    ww = _existing(host, WAREWULF_FILES)
+    xcat = [] if ww else _existing(host, XCAT_FILES)
+    if ww or xcat:
+        who, files = ("Warewulf", ww) if ww else ("xCAT", xcat)
+        return RootKind("stateless", f"{who} node image ({files[0].lstrip('/')}): the "
+                        "provisioner boots it and passes its kernel command line",
+                        systemd, who, init=init)
+    loader = _existing(host, BOOT_LOADER_FILES)
+    kernel = _existing(host, KERNEL_GLOBS)
+    if loader:  # without an init file (a bare tree), its units are not discarded
+        return RootKind("bootable", f"boot loader configuration {loader[0].lstrip('/')}"
+                        + (f", init {init}" if init else ""), systemd or init is None,
+                        init=init)
+    if not _existing(host, OS_FILES):
+        return RootKind("bootable", "a configuration tree without an operating system "
+                        "(no os-release, no /bin/sh): judged as the host it configures; "
+                        "--image-kind says otherwise", systemd or init is None, init=init,
+                        bare=True)
+    if init or kernel:
+        has = ", ".join(x for x in (f"init {init}" if init else "",
+                                    f"kernel {kernel[0].lstrip('/')}" if kernel else "")
+                        if x)
+        return RootKind("stateless", f"{has} but no boot loader configuration "
+                        "(grub, BLS entries, kernel-install, systemd-boot, extlinux): "
+                        "whoever boots it (a provisioner, PXE, a hypervisor) passes its "
+                        "kernel command line", systemd, init=init)
+    return RootKind("container", "no init (sbin/init, lib/systemd/systemd) and no kernel "
+                    "(boot/vmlinuz-*, lib/modules/*/vmlinuz): a container image runs "
+                    "under its host's kernel, init and boot configuration", False)
+
+
+def _live_kind(host: Host) -> RootKind:
+    """The running system: a container (its markers), a node a provisioner booted (its
+    parameter on ``/proc/cmdline``), else a host that boots itself."""
+    init, sd = _init(host)
+    # the init of the next boot is /sbin/init; a running system without one (NixOS names
+    # its init on the command line) booted something: its units count unless /sbin/init
+    # is known not to be systemd
+    systemd = sd if init is not None else True
+    marker = _existing(host, CONTAINER_MARKERS)
+    if marker:
+        return RootKind("container", f"running in a container ({marker[0]}): its host's "
+                        "kernel and boot configuration apply", False)
+    words = {w.partition("=")[0]: w for w in (_read(host, "/proc/cmdline") or "").split()}
+    for name, who in LIVE_PROVISIONED:
+        if name in words:
+            return RootKind("stateless", f"booted by {who} ({words[name][:40]} on "
+                            "/proc/cmdline): the provisioner passes its kernel command "
+                            "line", systemd, who, init=init)
+    return RootKind("bootable", "the running system", systemd, init=init)

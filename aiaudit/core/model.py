@@ -57,6 +57,9 @@ _SEVERITY_RANK = {s: i for i, s in enumerate(Severity)}
 SEVERITIES: tuple[str, ...] = tuple(s.value for s in Severity)
 """The severity names in ascending order."""
 
+IMAGE_KINDS: tuple[str, ...] = ("bootable", "stateless", "container")
+"""The kinds of scanned root (:attr:`HostInfo.image_kind`, ``--image-kind``)."""
+
 
 class Aspect(str, enum.Enum):
     """Which side of a setting a result is about.
@@ -247,6 +250,11 @@ class Remediation:
     """A step after applying the snippets that makes configuration they already fix take
     effect (regenerate the bootloader configuration, reboot): the persisted configuration
     is right once the snippets are in place, unlike :attr:`manual`."""
+    provisioner: str = ""
+    """What only the provisioner that boots a stateless image can change (the kernel
+    command line it passes: Warewulf, xCAT, a PXE configuration), and how; empty when the
+    fix is the scanned root's own.  The snippets install nothing for it (a runtime command
+    may fix a running node now): a fix bundle lists it "for the provisioner"."""
 
 
 @record
@@ -330,6 +338,13 @@ class HostInfo:
     os_release_path: str | None = None
     """The ``os-release`` file that was read (``/etc/os-release`` or
     ``/usr/lib/os-release``), when the root has one."""
+    image_kind: str | None = None
+    """What the scanned root is (:data:`IMAGE_KINDS`): ``bootable`` (a host that boots
+    with its own boot loader), ``stateless`` (an image a provisioner boots: init, but the
+    kernel command line comes from the provisioner) or ``container`` (no init, no kernel);
+    ``None`` in reports saved before it was recorded."""
+    image_kind_reason: str | None = None
+    """What decided :attr:`image_kind` (the files found, or ``--image-kind``)."""
 
 
 @record

@@ -47,6 +47,12 @@ class ScanOptions:
     deadline: Deadline | None = None
     """The scan deadline if it is already running (the CLI starts it before loading
     plugins, so that their registration counts); else ``timeout`` from the scan's start."""
+    image_kind: str | None = None
+    """What the scanned root is (``--image-kind``: one of
+    :data:`~aiaudit.core.model.IMAGE_KINDS`), overriding what its files suggest."""
+    kernel_cmdline: str | None = None
+    """The kernel command line the scanned system boots with (``--kernel-cmdline``): for a
+    stateless image, whose provisioner passes it; overrides the boot loader files."""
 
 
 def select_rules(ruleset: Ruleset, only: Sequence[str], skip: Sequence[str]) -> list[Rule]:
@@ -72,6 +78,7 @@ def scan(ruleset: Ruleset, host: Host, options: ScanOptions,
     t0 = time.monotonic()
     deadline = options.deadline or Deadline(options.timeout)
     host.deadline = deadline
+    _state_facts(host, options)
     rules = select_rules(ruleset, options.only, options.skip)
     settings = dict(options.settings)
 
@@ -114,6 +121,23 @@ def scan(ruleset: Ruleset, host: Host, options: ScanOptions,
         rule_durations={r.id: round(ran.durations[k], 6) for k, r in enumerate(rules)
                         if k in ran.durations},
     )
+
+
+def _state_facts(host: Host, options: ScanOptions) -> None:
+    """Hand the facts the person scanning stated (``--image-kind``, ``--kernel-cmdline``)
+    to the host, where the checks read them; a kind outside
+    :data:`~aiaudit.core.model.IMAGE_KINDS` is a usage error."""
+    from aiaudit.core.model import IMAGE_KINDS
+
+    if options.image_kind is not None:
+        if options.image_kind not in IMAGE_KINDS:
+            from aiaudit.core.errors import UsageError
+
+            raise UsageError(f"--image-kind {options.image_kind!r}: expected one of "
+                             + ", ".join(IMAGE_KINDS))
+        host.image_kind = options.image_kind
+    if options.kernel_cmdline is not None:
+        host.kernel_cmdline = options.kernel_cmdline
 
 
 def _finding(rule: Rule, result: Result) -> Finding:

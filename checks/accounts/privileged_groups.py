@@ -2,10 +2,11 @@
 name.
 
 ``docker`` and ``lxd`` start privileged containers with the host's / mounted; ``disk`` reads
-and writes raw block devices.  Users and groups come from the scanned root's
-``/etc/passwd`` and ``/etc/group`` (:mod:`aiaudit.linux.accounts.users`): the user is in a
-group whose gid is its primary gid or whose member list names it, as ``getgrouplist`` says.
-Memberships that NSS sources beyond the files (sss, ldap) may add are mentioned, not judged.
+and writes raw block devices.  Users and groups are looked up as the system does
+(:mod:`aiaudit.linux.accounts.users`): the user is in a group whose gid is its primary gid,
+whose member list names it, or that ``getgrouplist`` gives it.  Live that is NSS (directory
+groups of sssd/LDAP included); offline the root's ``/etc/passwd`` and ``/etc/group``, and
+memberships that NSS sources beyond the files (sss, ldap) may add are mentioned, not judged.
 
 Sources: passwd(5), group(5), getgrouplist(3); Docker "Docker daemon attack surface"; LXD
 security documentation.
@@ -13,6 +14,7 @@ security documentation.
 
 from __future__ import annotations
 
+import shlex
 from typing import Iterator
 
 from aiaudit.api import (
@@ -25,27 +27,38 @@ from aiaudit.api import (
     Status,
     hookimpl,
 )
+from aiaudit.core.errors import HostError
+from aiaudit.core.host import Host
 from aiaudit.linux.accounts import passwd as pw
-from aiaudit.linux.accounts.users import training_user
+from aiaudit.linux.accounts.users import (
+    Accounts,
+    group_evidence,
+    nsswitch_evidence,
+    training_user,
+    user_evidence,
+)
 
 ROOT_GROUPS = ("docker", "lxd", "disk")
 
 
-def memberships(user: pw.Account, db: pw.Database, groups: list[str]
+def memberships(host: Host, acc: Accounts, user: pw.Account, groups: list[str]
                 ) -> list[tuple[str, Evidence]]:
     """The listed groups ``user`` is in, each as ``name`` or ``name (primary group)``, with
-    the passwd or group line that says so."""
+    the passwd or group line (or NSS lookup) that says so."""
+    db = acc.db
     hits: list[tuple[str, Evidence]] = []
     for name in groups:
         g = db.group(name)
         if g is None:
             continue
         if user.gid == g.gid:
-            hits.append((f"{name} (primary group)",
-                         Evidence.file("/etc/passwd", user.line, f"{user.name}:...:{user.gid}")))
+            hits.append((f"{name} (primary group)", user_evidence(host, acc, user)))
         elif user.name in g.members:
-            hits.append((name, Evidence.file("/etc/group", g.line,
-                                             f"{g.name}:x:{g.gid}:{','.join(g.members)}")))
+            hits.append((name, group_evidence(host, acc, g)))
+        elif g.gid in db.supplementary_gids(user):  # a source's initgroups (sssd, LDAP)
+            via = "through NSS" if db.nss is not None else "from etc/group"
+            hits.append((name, Evidence.command(f"getgrouplist({user.name}) {via}",
+                                                f"includes {g.name} ({g.gid})")))
     return hits
 
 
@@ -57,7 +70,12 @@ def run(ctx: CheckContext) -> Iterator[Result]:
         return
     assert user is not None and acc is not None
     groups = list(ctx.params["groups"])
-    hits = memberships(user, acc.db, groups)
+    try:
+        hits = memberships(ctx.host, acc, user, groups)
+    except HostError as exc:  # NSS did not answer
+        yield Result(Status.ERROR, user.name, f"could not look up the groups of {user.name}: "
+                     f"{exc}", evidence=(nsswitch_evidence(ctx.host, "group"),))
+        return
     remote = (f"; group membership may also come from {', '.join(acc.remote_group)} "
               "(nsswitch.conf), which files cannot show") if acc.remote_group else ""
     want = "none of " + ", ".join(groups)
@@ -69,12 +87,23 @@ def run(ctx: CheckContext) -> Iterator[Result]:
     yield Result(Status.FAIL, user.name, f"training user {user.name} is in "
                  f"{', '.join(names)}: each is root-equivalent (a container with / mounted, "
                  f"or the raw disks){remote}", expected=want, actual=", ".join(names),
-                 evidence=tuple(e for _, e in hits), remediation=Remediation(
-                     f"Remove {user.name} from these groups; give container access through "
-                     "rootless Docker/Podman or Apptainer instead.",
-                     tuple(Snippet.command(f"gpasswd -d {user.name} {h.split()[0]}",
-                                           f"remove from {h.split()[0]}")
-                           for h in names if "primary" not in h)))
+                 evidence=tuple(e for _, e in hits), remediation=_fix(user, hits))
+
+
+def _fix(user: pw.Account, hits: list[tuple[str, Evidence]]) -> Remediation:
+    """``gpasswd -d`` for memberships /etc/group lists; a membership that only NSS gives
+    (a directory group of sssd/LDAP) is removed in the directory, which gpasswd cannot
+    change."""
+    local = [h for h, e in hits if "primary" not in h and e.path == "/etc/group"]
+    remote = [h for h, e in hits if "primary" not in h and e.path != "/etc/group"]
+    where = (f"; the membership in {', '.join(remote)} comes from the directory (NSS), "
+             "not /etc/group: remove it there (LDAP/SSSD)" if remote else "")
+    return Remediation(
+        f"Remove {user.name} from these groups{where}; give container access through "
+        "rootless Docker/Podman or Apptainer instead.",
+        tuple(Snippet.command(f"gpasswd -d -- {shlex.quote(user.name)} {shlex.quote(h)}",
+                              f"remove from {h}")
+              for h in local))
 
 
 @hookimpl
@@ -88,5 +117,6 @@ def aiaudit_register_checks() -> list[CheckSpec]:
                        "properties": {"groups": {
                            "type": "array", "items": {"type": "string"},
                            "default": list(ROOT_GROUPS)}}},
-        description="Primary group (/etc/passwd) and member lists (/etc/group) of "
-                    "the training user against the listed groups.")]
+        description="Primary group, member lists and getgrouplist of the training user "
+                    "against the listed groups: through NSS live (directory groups "
+                    "included), /etc/passwd and /etc/group offline.")]

@@ -26,9 +26,10 @@ from aiaudit.api import (
     Status,
     hookimpl,
 )
+from aiaudit.core.errors import HostError
 from aiaudit.linux.accounts import passwd as pw
 from aiaudit.linux.accounts.sudo import Decision, hostname, policy, sudo_any_command
-from aiaudit.linux.accounts.users import training_user
+from aiaudit.linux.accounts.users import nsswitch_evidence, training_user
 
 EXPECTED = "no NOPASSWD: ALL"
 
@@ -51,7 +52,13 @@ def run(ctx: CheckContext) -> Iterator[Result]:
                      + "; ".join(pol.problems[:3]),
                      evidence=tuple(Evidence.file(f) for f in pol.files[:4]))
         return
-    yield judge(user, sudo_any_command(pol, user, acc.db, hostname(host)))
+    try:
+        dec = sudo_any_command(pol, user, acc.db, hostname(host))
+    except HostError as exc:  # NSS did not answer a group lookup
+        yield Result(Status.ERROR, user.name, f"could not look up the groups of {user.name}: "
+                     f"{exc}", evidence=(nsswitch_evidence(host, "group"),))
+        return
+    yield judge(user, dec)
 
 
 def judge(user: pw.Account, dec: Decision) -> Result:

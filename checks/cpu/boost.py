@@ -27,9 +27,11 @@ from aiaudit.api import (
     hookimpl,
 )
 from aiaudit.core.errors import HostError, ParseError
+from aiaudit.core.host import Host
 from aiaudit.linux.cpu import cpufreq, settings
 from aiaudit.linux.cpu.cpufreq import CPU, CPUFREQ
 from aiaudit.linux.cpu.settings import BootSetting, judge
+from aiaudit.linux.rootkind import NO_UNITS, container_skip, image_followup, units_run
 from aiaudit.linux.systemd.bootcmds import oneshot_unit
 
 BOOST_SCHEMA: dict[str, Any] = {
@@ -39,20 +41,25 @@ BOOST_SCHEMA: dict[str, Any] = {
 BOOST_UNIT = "/etc/systemd/system/aiaudit-cpu-boost.service"
 
 
-def _remediation(off: list[BootSetting]) -> Remediation:
-    """A oneshot unit that allows boost at boot, the same now, and the boot settings that
-    disable it left to a person."""
+def _remediation(host: Host, off: list[BootSetting]) -> Remediation:
+    """A oneshot unit that allows boost at boot (where systemd boots the root), the same
+    now, and the boot settings that disable it left to a person."""
+    now = Snippet.command(f"echo 0 > {CPU}/intel_pstate/no_turbo 2>/dev/null; "
+                          f"echo 1 > {CPUFREQ}/boost 2>/dev/null; true", "apply now")
+    manual = (f"remove what disables it at boot: {', '.join(s.source for s in off)}"
+              if off else "")
+    if not units_run(host):  # a unit would be a file nothing reads
+        return Remediation("Allow turbo/boost now, and at boot with this root's init system.",
+                           (now,), manual="; ".join(m for m in (manual, NO_UNITS)
+                                                    if m))
     return Remediation(
         f"Allow turbo/boost now, and at boot with {BOOST_UNIT}.", (
             Snippet.file(BOOST_UNIT, oneshot_unit(
                 "Allow CPU turbo/boost",
                 f"[ -e {CPU}/intel_pstate/no_turbo ] && echo 0 > {CPU}/intel_pstate/no_turbo; "
                 f"[ -e {CPUFREQ}/boost ] && echo 1 > {CPUFREQ}/boost; true")),
-            Snippet.enable(BOOST_UNIT.rsplit("/", 1)[1], "run at boot"),
-            Snippet.command(f"echo 0 > {CPU}/intel_pstate/no_turbo 2>/dev/null; "
-                            f"echo 1 > {CPUFREQ}/boost 2>/dev/null; true", "apply now")),
-        manual=(f"remove what disables it at boot: {', '.join(s.source for s in off)}"
-                if off else ""))
+            Snippet.enable(BOOST_UNIT.rsplit("/", 1)[1], "run at boot"), now),
+        manual=manual, followup=image_followup(host))
 
 
 def run(ctx: CheckContext) -> Iterator[Result]:
@@ -60,6 +67,7 @@ def run(ctx: CheckContext) -> Iterator[Result]:
     disable boost, decide, report."""
     host = ctx.host
     state, skip = cpufreq.live_state(host)
+    skip = container_skip(host, "cpufreq", "CPU turbo/boost") or skip
     if skip:
         yield skip
         return
@@ -86,7 +94,7 @@ def run(ctx: CheckContext) -> Iterator[Result]:
     v = judge(live=host.live, persist=bool(ctx.params.get("persist", True)),
               what="turbo/boost", want="turbo/boost enabled", state=state, bad=bad,
               runtime_txt=runtime_txt, win=win, explicit=bool(off), boot_ok=not off)
-    yield v.result(ev, _remediation(off))
+    yield v.result(ev, _remediation(host, off))
 
 
 @hookimpl

@@ -42,6 +42,7 @@ from aiaudit.linux.boot import cmdline as boot
 from aiaudit.linux.cpu import cstates
 from aiaudit.linux.cpu.cstates import BootLimit, RuntimeLimit
 from aiaudit.linux.cpu.idle import CPU, idle_state
+from aiaudit.linux.rootkind import cmdline_skip, container_skip
 from aiaudit.linux.tuned import profiles as tuned
 
 TUNED_PID = "/run/tuned/tuned.pid"
@@ -83,16 +84,17 @@ def _runtime(host: Host, bound: int, max_cs: int, proc: boot.CmdlineSource | Non
     return now, None, state.active_driver
 
 
-def _remediation(cfg: boot.BootConfig, bound: int, max_cs: int) -> Remediation:
-    """Kernel parameters for the bootloader found, and the deep states disabled now."""
+def _remediation(host: Host, cfg: boot.BootConfig, bound: int, max_cs: int) -> Remediation:
+    """Kernel parameters where the next boot's command line comes from (the boot loader
+    found, or the provisioner), and the deep states disabled now."""
     params = [f"intel_idle.max_cstate={max(1, max_cs)}", f"processor.max_cstate={max_cs}"]
-    summary, snips = boot.set_params(cfg, params)
-    return Remediation(
-        summary + f" Now: disable deeper states with `cpupower idle-set -D {bound}`.",
-        (*snips, Snippet.command(
+    return boot.params_remediation(
+        host, cfg, params,
+        tail=f" Now: disable deeper states with `cpupower idle-set -D {bound}`.",
+        now=(Snippet.command(
             f"cpupower idle-set -D {bound} || for f in {CPU}/cpu*/cpuidle/state*; do "
             f"[ \"$(cat $f/latency)\" -gt {bound} ] && echo 1 > $f/disable; done",
-            "disable deep idle states now")), **boot.params_step(cfg))
+            "disable deep idle states now"),))
 
 
 def _result(ctx: CheckContext, now: RuntimeLimit | None, then: BootLimit, notes: list[str],
@@ -111,7 +113,8 @@ def _result(ctx: CheckContext, now: RuntimeLimit | None, then: BootLimit, notes:
                                   boot_txt=then.text, want=want)
     if notes:
         msg += ". " + "; ".join(notes)
-    rem = _remediation(cfg, bound, int(p["max_cstate"])) if status is Status.FAIL else None
+    rem = _remediation(host, cfg, bound, int(p["max_cstate"])) \
+        if status is Status.FAIL else None
     evidence = list(dict.fromkeys((*(now.evidence if now else ()), *then.evidence)))
     return Result(status, "cpuidle", msg, expected=want,
                   actual=runtime_txt if host.live else then.text, aspect=aspect,
@@ -126,6 +129,7 @@ def run(ctx: CheckContext) -> Iterator[Result]:
     bound, max_cs = int(p["max_latency_us"]), int(p["max_cstate"])
     proc = boot.proc_cmdline(host)
     now, skip, driver = _runtime(host, bound, max_cs, proc)
+    skip = container_skip(host, "cpuidle", "the C-state limit") or skip
     if skip is not None:
         yield skip
         return
@@ -144,6 +148,9 @@ def run(ctx: CheckContext) -> Iterator[Result]:
     then = cstates.boot_limit(cfg, tl, cp, driver=driver, bound=bound, max_cstate=max_cs,
                               nothing_to_limit=now is not None and now.nothing_to_limit,
                               tuned_lacks=tuned.load(host).lacks("cpu", "force_latency"))
+    if cfg.unknown and not then.ok:  # only the provisioner's command line could limit
+        yield cmdline_skip(host, "cpuidle", cfg.unknown)
+        return
     note = cstates.drift(proc, cfg.booted, driver, max_cs)
     yield _result(ctx, now, then, [*then.notes, *([note] if note else [])], cfg)
 

@@ -28,9 +28,11 @@ from aiaudit.api import (
     hookimpl,
 )
 from aiaudit.core.errors import HostError, ParseError
+from aiaudit.core.host import Host
 from aiaudit.linux.cpu import cpufreq, settings
 from aiaudit.linux.cpu.cpufreq import CPUFREQ
 from aiaudit.linux.cpu.settings import judge
+from aiaudit.linux.rootkind import NO_UNITS, cmdline_skip, container_skip, image_followup, units_run
 from aiaudit.linux.systemd.bootcmds import oneshot_unit
 
 EPP_SCHEMA: dict[str, Any] = {
@@ -46,15 +48,20 @@ EPP_UNIT = "/etc/systemd/system/aiaudit-cpu-epp.service"
 EPP_FILES = f"{CPUFREQ}/policy*/energy_performance_preference"
 
 
-def _remediation(val: str) -> Remediation:
-    """A oneshot unit that writes ``val`` at boot, and the same now."""
+def _remediation(host: Host, val: str) -> Remediation:
+    """A oneshot unit that writes ``val`` at boot (where systemd boots the root), and the
+    same now."""
+    now = Snippet.command(f"echo {val} | tee {EPP_FILES}", "apply now")
+    if not units_run(host):  # a unit would be a file nothing reads
+        return Remediation(f"Set energy_performance_preference to {val} now, and at boot "
+                           "with this root's init system.", (now,), manual=NO_UNITS)
     return Remediation(
         f"Set energy_performance_preference to {val} now and at boot ({EPP_UNIT}); the "
         "performance governor also forces it.", (
             Snippet.file(EPP_UNIT, oneshot_unit(f"CPU energy performance preference {val}",
                                                 f"echo {val} | tee {EPP_FILES} >/dev/null")),
-            Snippet.enable(EPP_UNIT.rsplit("/", 1)[1], "run it at boot"),
-            Snippet.command(f"echo {val} | tee {EPP_FILES}", "apply now")))
+            Snippet.enable(EPP_UNIT.rsplit("/", 1)[1], "run it at boot"), now),
+        followup=image_followup(host))
 
 
 def run(ctx: CheckContext) -> Iterator[Result]:
@@ -64,6 +71,7 @@ def run(ctx: CheckContext) -> Iterator[Result]:
     allowed = list(ctx.params["values"])
     want = "one of " + ", ".join(allowed)
     state, skip = cpufreq.live_state(host)
+    skip = container_skip(host, "cpufreq", "the energy performance preference") or skip
     if skip:
         yield skip
         return
@@ -75,6 +83,10 @@ def run(ctx: CheckContext) -> Iterator[Result]:
         return
     try:
         win, ev, explicit = settings.boot_epp(host)
+        unknown = settings.cmdline_unknown(host)
+        if unknown and not explicit:  # the provisioner's command line sets the governor
+            yield cmdline_skip(host, "cpufreq", unknown)
+            return
     except (HostError, ParseError) as exc:
         yield Result(Status.ERROR, "cpufreq", f"boot-time EPP cannot be determined: {exc}",
                      evidence=Evidence.unreadable(exc))
@@ -89,7 +101,7 @@ def run(ctx: CheckContext) -> Iterator[Result]:
               what="energy performance preference", want=want, state=state, bad=bad,
               runtime_txt=str(runtime_txt), win=win, explicit=explicit,
               boot_ok=None if win is None else win.value in allowed)
-    yield v.result(ev, _remediation(allowed[0]))
+    yield v.result(ev, _remediation(host, allowed[0]))
 
 
 @hookimpl

@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from aiaudit.api import (
+    Aspect,
     CheckContext,
     CheckSpec,
     Evidence,
@@ -35,6 +36,7 @@ from aiaudit.core.host import Host
 from aiaudit.linux.cpu import cpufreq, settings
 from aiaudit.linux.cpu.cpufreq import CPUFREQ
 from aiaudit.linux.cpu.settings import judge
+from aiaudit.linux.rootkind import NO_UNITS, cmdline_skip, container_skip, image_followup, units_run
 from aiaudit.linux.systemd.bootcmds import oneshot_unit
 
 GOV_SCHEMA: dict[str, Any] = {
@@ -50,18 +52,23 @@ GOV_UNIT = "/etc/systemd/system/aiaudit-cpu-governor.service"
 
 
 def _remediation(host: Host, allowed: list[str]) -> Remediation:
-    """A oneshot unit that sets the first allowed governor at boot, and the same now; boot
-    settings that set another governor are left to a person."""
+    """A oneshot unit that sets the first allowed governor at boot (where systemd boots the
+    root), and the same now; boot settings that set another governor are left to a
+    person."""
     gov = allowed[0]
+    now = Snippet.command(f"cpupower frequency-set -g {gov} || echo {gov} | tee "
+                          f"{CPUFREQ}/policy*/scaling_governor", "apply now")
+    manual = settings.governor_conflicts(host, allowed)
+    if not units_run(host):  # a unit would be a file nothing reads
+        return Remediation(f"Set the {gov} governor now, and at boot with this root's init "
+                           "system.", (now,), manual="; ".join([*manual, NO_UNITS]))
     return Remediation(
         f"Set the {gov} governor now and at boot with a oneshot unit ({GOV_UNIT}).", (
             Snippet.file(GOV_UNIT, oneshot_unit(
                 f"CPU frequency governor {gov}",
                 f"echo {gov} | tee {CPUFREQ}/policy*/scaling_governor >/dev/null")),
-            Snippet.enable(GOV_UNIT.rsplit("/", 1)[1], "run it at boot"),
-            Snippet.command(f"cpupower frequency-set -g {gov} || echo {gov} | tee "
-                            f"{CPUFREQ}/policy*/scaling_governor", "apply now"),
-        ), manual="; ".join(settings.governor_conflicts(host, allowed)))
+            Snippet.enable(GOV_UNIT.rsplit("/", 1)[1], "run it at boot"), now,
+        ), manual="; ".join(manual), followup=image_followup(host))
 
 
 def run(ctx: CheckContext) -> Iterator[Result]:
@@ -71,11 +78,16 @@ def run(ctx: CheckContext) -> Iterator[Result]:
     allowed = list(ctx.params["governors"])
     want = "one of " + ", ".join(allowed)
     state, skip = cpufreq.live_state(host)
+    skip = container_skip(host, "cpufreq", "the CPU frequency governor") or skip
     if skip:
         yield skip
         return
     try:
         win, ev, explicit = settings.boot_governor(host)
+        unknown = settings.cmdline_unknown(host)
+        if unknown and not explicit:  # the provisioner's command line decides
+            yield cmdline_skip(host, "cpufreq", unknown)
+            return
         if win is None:  # nothing sets it, no kernel default known: what was looked for
             ev.append(settings.governor_unknown(host))
     except (HostError, ParseError) as exc:
@@ -94,7 +106,12 @@ def run(ctx: CheckContext) -> Iterator[Result]:
               what="scaling governor", want=want, state=state, bad=bad,
               runtime_txt=str(runtime_txt), win=win, explicit=explicit,
               boot_ok=None if win is None else win.value in allowed)
-    yield v.result(ev, _remediation(host, allowed) if v.status is Status.FAIL else None)
+    rem = _remediation(host, allowed) if v.status is Status.FAIL else None
+    if v.aspect is Aspect.DRIFT and bad and win is not None:  # the boot setting is right
+        gov = win.value
+        rem = settings.apply_boot(win, "governor", f"cpupower frequency-set -g {gov} || echo "
+                                  f"{gov} | tee {CPUFREQ}/policy*/scaling_governor")
+    yield v.result(ev, rem)
 
 
 @hookimpl

@@ -82,7 +82,8 @@ def _at_boot(host: Host, cl: boot.CmdlineSource | None) -> Boot:
         mode, prm = decided
         how = {iommu.OFF: f"{prm} disables the IOMMU", iommu.PASSTHROUGH: f"{prm} (passthrough)",
                iommu.TRANSLATED: f"{prm} (translated DMA)"}[mode]
-        return mode != iommu.TRANSLATED, f"{how} ({cl.where()})", (cl.evidence(prm.name),)
+        return mode != iommu.TRANSLATED, f"{how} ({cl.where(prm.name)})", \
+            (cl.evidence(prm.name),)
     where = "no kernel command line found" if cl is None else \
         f"no iommu=pt on the kernel command line ({cl.where()})"
     cev = (Evidence.default(f"iommu=pt at boot: {boot.not_found()}"),) if cl is None else \
@@ -125,12 +126,21 @@ def _device(host: Host, d: PciDev, how: str, cev: tuple[Evidence, ...],
 
 def run(ctx: CheckContext) -> Iterator[Result]:
     """Where the IOMMU is on, GPUs and HCAs are in passthrough (identity) domains."""
+    from aiaudit.linux.rootkind import cmdline_skip, container_skip
+
     host = ctx.host
+    skip = container_skip(host, "iommu", "the IOMMU mode")
+    if skip is not None:
+        yield skip
+        return
     ok, how, cev = _at_boot(host, _booted_cmdline(host))
     bcfg = boot.load(host)
-    fix_summary, snippets = boot.set_params(bcfg, ["iommu=pt"])
-    fix = Remediation(f"Use IOMMU passthrough for host devices: {fix_summary}", snippets,
-                      **boot.params_step(bcfg))
+    fix = boot.params_remediation(host, bcfg, ["iommu=pt"],
+                                  lead="Use IOMMU passthrough for host devices: ")
+    if not host.live and bcfg.booted is None and bcfg.unknown:
+        blocked = driver.gate(host, ctx.params, "iommu")
+        yield blocked or cmdline_skip(host, "iommu", bcfg.unknown)
+        return
     if not host.live:
         blocked = driver.gate(host, ctx.params, "iommu")
         yield blocked or _offline(ok, how, cev, fix)

@@ -7,8 +7,9 @@ Documentation/ABI/testing/sysfs-devices-system-cpu), the MSI interrupts of each 
 HCA (``/sys/bus/pci/devices/<BDF>/msi_irqs/``, sysfs-bus-pci) and their
 ``/proc/irq/<n>/smp_affinity_list`` (Documentation/core-api/irq/irq-affinity.rst).
 Decides: irqbalance enabled (offline) or running (live) passes; otherwise, live, an
-interrupt allowed on every online CPU fails (it lands on CPU 0's node by default).  A root
-that does not boot (a container image) is skipped.
+interrupt allowed on every online CPU fails (it lands on CPU 0's node by default).  A
+container image is skipped (its host balances its interrupts); a root whose init is not
+systemd is judged by irqbalance's runlevel links, and gets no unit as its fix.
 """
 
 from __future__ import annotations
@@ -38,9 +39,23 @@ IRQBALANCE = "irqbalance.service"
 EXPECTED = "irqbalance or pinned"
 
 
+SYSV_LINKS = "/etc/rc[2345].d/S*irqbalance"
+"""irqbalance's init script started in a multi-user runlevel (update-rc.d's links), for
+a root whose init is not systemd."""
+
+
 def _fix(host: Host) -> Remediation:
-    """Enable irqbalance (install it first where it is not installed), or pin."""
+    """Enable irqbalance (install it first where it is not installed), or pin; a root
+    that does not boot systemd gets no unit (it would be a file nothing reads)."""
+    from aiaudit.linux.rootkind import image_followup, units_run
     from aiaudit.linux.systemd.units import load_unit
+
+    if not units_run(host):
+        return Remediation("Enable irqbalance's init script (update-rc.d irqbalance enable, "
+                           "or the root's init system's equivalent), or pin each HCA/GPU "
+                           "interrupt to CPUs of its NUMA node at boot.",
+                           manual="this root's init is not systemd: enable irqbalance with "
+                                  "the init system it has")
 
     try:
         installed = load_unit(host, IRQBALANCE).exists
@@ -50,17 +65,32 @@ def _fix(host: Host) -> Remediation:
            Snippet.command("apt-get install irqbalance  # or: dnf install irqbalance; then "
                            "systemctl enable --now irqbalance", "install and enable it"))
     return Remediation("Enable irqbalance, or pin each HCA/GPU interrupt to CPUs of its NUMA "
-                       "node (e.g. Mellanox set_irq_affinity_bynode.sh) at boot.", (how,))
+                       "node (e.g. Mellanox set_irq_affinity_bynode.sh) at boot.", (how,),
+                       followup=image_followup(host))
 
 
 def _offline(host: Host, en: Enablement, eev: tuple[Evidence, ...],
              fix: Remediation) -> Result:
     """Offline: irqbalance enabled at boot."""
-    from aiaudit.linux.rootkind import NOT_BOOTED, boots
+    from aiaudit.linux.rootkind import NOT_BOOTED, boots, units_run
     from aiaudit.linux.systemd.units import unit_evidence
 
-    if not boots(host):
+    if not boots(host):  # a bare configuration tree without an init
         return Result(Status.SKIP, "irq layout", NOT_BOOTED)
+    if not units_run(host):  # its units and .wants links are read by nothing
+        links = host.glob(SYSV_LINKS)
+        if links:
+            return Result(Status.PASS, "irq layout", f"irqbalance's init script starts at "
+                          f"boot ({links[0].lstrip('/')})", expected=EXPECTED,
+                          actual="irqbalance enabled", aspect=Aspect.PERSISTED,
+                          evidence=(Evidence.file(links[0]),))
+        return Result(Status.FAIL, "irq layout", "this root's init is not systemd and no "
+                      f"runlevel starts irqbalance ({SYSV_LINKS.lstrip('/')}); a pinned IRQ "
+                      "layout is recognised only in a live scan", aspect=Aspect.PERSISTED,
+                      expected=EXPECTED, actual="neither",
+                      evidence=(Evidence.default(f"irqbalance at boot: no "
+                                                 f"{SYSV_LINKS.lstrip('/')}", "not started"),),
+                      remediation=fix)
     if en.enabled:
         return Result(Status.PASS, "irq layout", f"{IRQBALANCE}: {en.reason}",
                       expected=EXPECTED, actual="irqbalance enabled",
@@ -127,9 +157,14 @@ def _layout(host: Host, fix: Remediation) -> Result:
 
 def run(ctx: CheckContext) -> Iterator[Result]:
     """irqbalance runs, or the device interrupts are pinned to CPU subsets."""
+    from aiaudit.linux.rootkind import container_skip
     from aiaudit.linux.systemd.units import is_enabled
 
     host = ctx.host
+    skip = container_skip(host, "irq layout", "interrupt balancing")
+    if skip is not None:
+        yield skip
+        return
     en = is_enabled(host, IRQBALANCE)
     eev = (Evidence.file(en.evidence),) if en.evidence else ()
     fix = _fix(host)

@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from aiaudit.api import (
+    Aspect,
     CheckContext,
     CheckSpec,
     Evidence,
@@ -30,7 +31,7 @@ from aiaudit.core.errors import HostError, ParseError
 from aiaudit.core.host import Host
 from aiaudit.core.verdict import verdict
 from aiaudit.linux import sysfs
-from aiaudit.linux.kernel.thp import FIX_UNIT, THP, boot_thp
+from aiaudit.linux.kernel.thp import FIX_UNIT, THP, ThpBoot, boot_thp, cmdline_unknown
 from aiaudit.linux.sysfs import read_opt
 from aiaudit.linux.systemd.bootcmds import oneshot_unit
 
@@ -68,20 +69,41 @@ def _remediation(host: Host, setting: str, path: str, val: str, competing: list[
                  ) -> Remediation:
     """``enabled``: the kernel parameter (tuned or units that set another value named);
     ``defrag``: a oneshot unit; both applied now through sysfs."""
+    from aiaudit.linux.rootkind import NO_UNITS, image_followup, units_run
+
     now = Snippet.command(f"echo {val} > {path}", "apply now")
     if setting == "enabled":
         from aiaudit.linux.boot import cmdline as boot  # only for a failing rule
 
-        bcfg = boot.load(host)
-        summary, snips = boot.set_params(bcfg, [f"transparent_hugepage={val}"])
-        step = {"manual": "; ".join(competing)} if competing else boot.params_step(bcfg)
-        return Remediation(summary + " Apply it now through sysfs.", (*snips, now), **step)
+        return boot.params_remediation(host, boot.load(host), [f"transparent_hugepage={val}"],
+                                       tail=" Apply it now through sysfs.", now=(now,),
+                                       manual="; ".join(competing))
+    if not units_run(host):  # a unit would be a file nothing reads
+        return Remediation(f"Set THP defrag to {val} now through sysfs, and at boot with "
+                           "this root's init system.", (now,),
+                           manual="; ".join([*competing, NO_UNITS]))
     return Remediation(f"Set THP defrag to {val} at boot with a oneshot unit "
                        f"({FIX_UNIT}) and now through sysfs.", (
                            Snippet.file(FIX_UNIT, oneshot_unit(
                                f"THP defrag {val}", f"echo {val} > {path}")),
                            Snippet.enable(FIX_UNIT.rsplit("/", 1)[1], "run it at boot"), now),
-                       manual="; ".join(competing))
+                       manual="; ".join(competing), followup=image_followup(host))
+
+
+
+def apply_boot(path: str, b: ThpBoot) -> Remediation:
+    """The fix for drift (the boot configuration is right, the running kernel is not):
+    restart the unit that writes the value at boot (tuned or a service), else write the
+    command line's value through sysfs; nothing to persist, no parameter to add."""
+    if b.unit:
+        cmd = f"systemctl restart {b.unit}"
+        return Remediation(f"Apply the configured THP mode {b.value}: `{cmd}` writes it "
+                           "as at boot; the boot configuration is already right.",
+                           (Snippet.command(cmd, f"{b.unit} writes {path} as at boot"),))
+    cmd = f"echo {b.value} > {path}"
+    return Remediation(f"Apply the configured THP mode {b.value} now through sysfs "
+                       f"({b.source}, already right, applies it at every boot).",
+                       (Snippet.command(cmd, "apply the boot value now"),))
 
 
 def run(ctx: CheckContext) -> Iterator[Result]:
@@ -91,15 +113,22 @@ def run(ctx: CheckContext) -> Iterator[Result]:
     want = "one of " + ", ".join(allowed)
     what = f"transparent_hugepage/{setting}"
     path = f"{THP}/{setting}"
+    from aiaudit.linux.rootkind import cmdline_skip, container_skip
+
     runtime, ev, early = _runtime(host, what, path)
+    early = container_skip(host, what, "transparent hugepage policy") or early
     if early is not None:
         yield early
         return
     try:
         b = boot_thp(host, setting, allowed)
+        unknown = cmdline_unknown(host) if setting == "enabled" and not b.explicit else ""
     except (HostError, ParseError) as exc:
         yield Result(Status.ERROR, what, f"boot-time {what} cannot be determined: {exc}",
                      evidence=Evidence.unreadable(exc))
+        return
+    if unknown:  # transparent_hugepage= on the provisioner's command line decides
+        yield cmdline_skip(host, what, unknown)
         return
     ev += b.evidence
     boot_ok = None if b.value is None else b.value in allowed
@@ -112,6 +141,8 @@ def run(ctx: CheckContext) -> Iterator[Result]:
                                   want=want)
     rem = _remediation(host, setting, path, allowed[0], b.competing) \
         if status is Status.FAIL else None
+    if status is Status.FAIL and aspect is Aspect.DRIFT and runtime not in allowed:
+        rem = apply_boot(path, b)  # the boot configuration is right: apply it, only
     yield Result(status, what, msg, expected=want, actual=runtime or b.value, aspect=aspect,
                  evidence=tuple(ev), remediation=rem)
 

@@ -1,10 +1,11 @@
 """``user.not_root``: training does not run as root.
 
 The training user (``--user``, ``SLURM_JOB_USER``, ``SUDO_USER``, ``settings.user``) is
-looked up in the scanned root's ``/etc/passwd`` as glibc's files backend does
-(:mod:`aiaudit.linux.accounts.users`); uid 0 fails, whatever the name.
+looked up as the scanned system looks it up (:mod:`aiaudit.linux.accounts.users`): live,
+``getpwnam`` through NSS (a directory user of sssd/LDAP included); offline, the root's
+``/etc/passwd`` as glibc's files backend reads it.  uid 0 fails, whatever the name.
 
-Sources: passwd(5); getpwnam(3) (the first entry of a name wins).
+Sources: passwd(5); getpwnam(3) (the first entry of a name wins); nsswitch.conf(5).
 """
 
 from __future__ import annotations
@@ -14,24 +15,23 @@ from typing import Iterator
 from aiaudit.api import (
     CheckContext,
     CheckSpec,
-    Evidence,
     Remediation,
     Result,
     Snippet,
     Status,
     hookimpl,
 )
-from aiaudit.linux.accounts.users import training_user
+from aiaudit.linux.accounts.users import training_user, user_evidence
 
 
 def run(ctx: CheckContext) -> Iterator[Result]:
     """FAIL when the training user is uid 0."""
-    user, _acc, early = training_user(ctx)
+    user, acc, early = training_user(ctx)
     if early is not None:
         yield early
         return
-    assert user is not None
-    ev = (Evidence.file("/etc/passwd", user.line, f"{user.name}:x:{user.uid}:{user.gid}"),)
+    assert user is not None and acc is not None
+    ev = (user_evidence(ctx.host, acc, user),)
     if user.uid == 0:
         yield Result(Status.FAIL, user.name, f"training runs as {user.name} (uid 0)"
                      + (f", from {ctx.user_source}" if ctx.user_source else ""),
@@ -53,4 +53,5 @@ def aiaudit_register_checks() -> list[CheckSpec]:
         id="user.not_root", title="Training does not run as root", run=run,
         params_schema={"type": "object", "additionalProperties": False},
         description="The training user (--user, SLURM_JOB_USER, SUDO_USER, "
-                    "settings.user) must not be uid 0 in the scanned root's passwd.")]
+                    "settings.user) must not be uid 0: looked up through NSS live "
+                    "(directory users included), in the root's passwd offline.")]

@@ -167,6 +167,9 @@ def test_gitlab_ci_example() -> None:
     assert 'guestmount --ro -a "$IMAGE" -i "$MNT"' in text
     assert 'aiaudit scan --root "$MNT"' in text
     assert "--output sarif:aiaudit.sarif --output junit:aiaudit.xml" in text
+    # the image's training user, as in the GitHub example: without it the training-user
+    # rules skip in CI
+    assert '--user "$TRAINING_USER"' in text and job["variables"]["TRAINING_USER"]
     assert job["artifacts"]["reports"]["junit"] == "aiaudit.xml"
     assert job["artifacts"]["when"] == "always"
 

@@ -11,6 +11,7 @@ of a name wins (``getpwnam``/``getgrnam`` stop at the first match).  ``+``/``-``
 from __future__ import annotations
 
 import re
+from typing import Protocol
 
 from aiaudit.core.errors import ParseError
 from aiaudit.core.startup.records import record
@@ -42,29 +43,62 @@ class Group:
     line: int = 0
 
 
+class Directory(Protocol):
+    """The system's own user and group lookups (NSS: ``getpwnam``, ``getgrnam``,
+    ``getgrgid``, ``getgrouplist``), as :class:`aiaudit.linux.accounts.nss.Resolver` asks
+    them on the live ``/``."""
+
+    def passwd(self, name: str) -> Account | None:
+        """``getpwnam(name)``."""
+
+    def group(self, name: str) -> Group | None:
+        """``getgrnam(name)``."""
+
+    def group_by_gid(self, gid: int) -> Group | None:
+        """``getgrgid(gid)``."""
+
+    def grouplist(self, name: str, gid: int) -> frozenset[int]:
+        """``getgrouplist(name, gid)``."""
+
+
 @record
 class Database:
-    """Users and groups of one root, with lookups as glibc's files backend does them."""
+    """Users and groups of one root, with lookups as glibc does them: through this
+    machine's NSS when ``nss`` is set (the live ``/``), else as its files backend does.
+
+    ``accounts`` and ``groups`` are always the files' entries (what can be listed); with
+    ``nss`` the lookups may also find directory users and groups, and may raise
+    :class:`~aiaudit.linux.accounts.nss.NssTimeout` (a ``HostError``)."""
 
     accounts: tuple[Account, ...]
     groups: tuple[Group, ...]
     compat: bool = False
     """The files hold NIS ``+``/``-`` entries."""
+    nss: Directory | None = None
+    """This machine's NSS (only for the real ``/`` scanned live)."""
 
     def user(self, name: str) -> Account | None:
         """``getpwnam``: the first entry with that name."""
+        if self.nss is not None:
+            return self.nss.passwd(name)
         return next((a for a in self.accounts if a.name == name), None)
 
     def group(self, name: str) -> Group | None:
         """``getgrnam``: the first entry with that name."""
+        if self.nss is not None:
+            return self.nss.group(name)
         return next((g for g in self.groups if g.name == name), None)
 
     def group_by_gid(self, gid: int) -> Group | None:
         """``getgrgid``: the first entry with that gid."""
+        if self.nss is not None:
+            return self.nss.group_by_gid(gid)
         return next((g for g in self.groups if g.gid == gid), None)
 
     def supplementary_gids(self, user: Account) -> set[int]:
         """``getgrouplist``: the primary gid plus every group listing the user as member."""
+        if self.nss is not None:
+            return {user.gid} | set(self.nss.grouplist(user.name, user.gid))
         return {user.gid} | {g.gid for g in self.groups if user.name in g.members}
 
 
@@ -119,16 +153,34 @@ def parse_group(text: str) -> tuple[list[Group], bool]:
 
 
 def parse_nsswitch(text: str) -> dict[str, list[str]]:
-    """``{database: [source, ...]}`` from nsswitch.conf (``[...]`` actions dropped)."""
+    """``{database: [source, ...]}`` from nsswitch.conf (``[...]`` actions dropped).
+
+    A database named twice: the last line counts (glibc 2.36, checked with ``getent``),
+    and names are case-sensitive (``PASSWD:`` is no passwd line)."""
+    return {db: _drop_actions(rest).split() for db, (_n, rest) in _nss_lines(text).items()}
+
+
+def nsswitch_line(text: str, database: str) -> tuple[int, str] | None:
+    """(line number, the line without its comment) of the line that sets ``database``,
+    for evidence; ``None`` when no line does (glibc's default then applies)."""
+    got = _nss_lines(text).get(database)
+    if got is None:
+        return None
+    n = got[0]
+    return n, text.splitlines()[n - 1].split("#", 1)[0].strip()
+
+
+def _nss_lines(text: str) -> dict[str, tuple[int, str]]:
+    """``{database: (line number, the text after its colon)}``, the last line of each."""
     if "\x00" in text:
         raise ParseError("binary content in nsswitch.conf")
-    out: dict[str, list[str]] = {}
-    for raw in text.splitlines():
+    out: dict[str, tuple[int, str]] = {}
+    for n, raw in enumerate(text.splitlines(), 1):
         line = raw.split("#", 1)[0].strip()
         db, sep, rest = line.partition(":")
         if not sep or not db.strip():
             continue
-        out[db.strip()] = _drop_actions(rest).split()
+        out[db.strip()] = (n, rest)
     return out
 
 

@@ -147,9 +147,14 @@ def matcher(aliases: Aliases, kind: str, atom: Callable[[str], bool | None]) -> 
 
 def user_atom(user: pw.Account, db: pw.Database) -> Callable[[str], bool | None]:
     """Does a user-list item (name, ``#uid``, ``%group``, ``%#gid``) name ``user``?
-    Netgroups (``+name``) cannot be resolved from files: they do not match."""
+    Netgroups (``+name``) cannot be resolved from files: they do not match.  Live (``db``
+    asks NSS) the group names are those ``getgrgid`` gives the user's gids, as sudo's
+    group list has them (directory groups included)."""
     gids = db.supplementary_gids(user)
-    names = {g.name for g in db.groups if g.gid in gids}
+    if db.nss is not None:
+        names = {g.name for gid in sorted(gids) if (g := db.group_by_gid(gid)) is not None}
+    else:
+        names = {g.name for g in db.groups if g.gid in gids}
 
     def atom(item: str) -> bool | None:
         if item.startswith("%#"):

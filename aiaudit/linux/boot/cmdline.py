@@ -19,7 +19,7 @@ from dataclasses import field
 
 from aiaudit.core.errors import HostError, ParseError
 from aiaudit.core.host import Host
-from aiaudit.core.model import Evidence, Snippet
+from aiaudit.core.model import Evidence, Remediation, Snippet
 from aiaudit.core.startup import lazy_pattern
 from aiaudit.core.startup.records import record
 from aiaudit.linux.boot import loaders as bc
@@ -32,6 +32,11 @@ BLS_DIR = "/boot/loader/entries"
 GRUB_CFGS = ("/boot/grub/grub.cfg", "/boot/grub2/grub.cfg", "/boot/efi/EFI/debian/grub.cfg")
 GRUBENVS = ("/boot/grub2/grubenv", "/boot/grub/grubenv")
 DROPIN = "/etc/default/grub.d/99-aiaudit.cfg"
+GIVEN = "the command line given with --kernel-cmdline"
+"""Where a command line stated by the person scanning comes from (display form)."""
+GRUB_MKCONFIGS = ("/usr/sbin/grub-mkconfig", "/usr/sbin/grub2-mkconfig", "/sbin/grub-mkconfig",
+                  "/sbin/grub2-mkconfig")
+"""The generator of grub.cfg (grub2-common on Debian, grub2-tools on RHEL)."""
 SEARCHED = (f"{BLS_DIR}/*.conf", *GRUB_CFGS, KERNEL_CMDLINE, DEFAULT_GRUB, f"{GRUB_DROPINS}/*.cfg")
 """Where :func:`load` looks for the next boot's command line, in its order."""
 _VAR = lazy_pattern(r"\$(?:\{(\w+)\}|(\w+))")
@@ -42,7 +47,8 @@ class CmdlineSource:
     """A kernel command line and the file it comes from."""
 
     kind: str
-    """``bls``, ``grub.cfg``, ``kernel-cmdline``, ``default-grub`` or ``proc``."""
+    """``bls``, ``grub.cfg``, ``kernel-cmdline``, ``default-grub``, ``proc`` or ``given``
+    (``--kernel-cmdline``)."""
     path: str
     line: int | None
     text: str
@@ -56,6 +62,9 @@ class CmdlineSource:
 
     def evidence(self, name: str | None = None) -> Evidence:
         """Evidence for the whole line, or for the assignment that set ``name``."""
+        if self.kind == "given":
+            p = self.get(name) if name else None
+            return Evidence.default(GIVEN, str(p) if p else self.text.strip()[:200])
         if self.kind == "proc":
             p = self.get(name) if name else None
             return Evidence.runtime(self.path, str(p) if p else self.text.strip()[:200])
@@ -66,8 +75,15 @@ class CmdlineSource:
         p = self.get(name) if name else None
         return Evidence.file(self.path, self.line, str(p) if p else self.text.strip()[:200])
 
-    def where(self) -> str:
-        """Display location (``boot/loader/entries/x.conf:4``)."""
+    def where(self, name: str | None = None) -> str:
+        """Display location (``boot/loader/entries/x.conf:4``); with ``name``, of the
+        assignment that set that parameter (``etc/default/grub:4``, not the line of the
+        last ``GRUB_CMDLINE_*`` assignment)."""
+        if self.kind == "given":
+            return GIVEN
+        if name is not None and bc.norm_name(name) in self.origins:
+            f, ln = self.origins[bc.norm_name(name)]
+            return f"{f.lstrip('/')}:{ln}"
         loc = self.path.lstrip("/") if self.kind != "proc" else self.path
         return f"{loc}:{self.line}" if self.line else loc
 
@@ -86,6 +102,21 @@ class BootConfig:
     notes: tuple[str, ...] = ()
     problem_evidence: tuple[Evidence, ...] = ()
     """The files behind :attr:`problems` (each exists: it could not be read or parsed)."""
+    unknown: str = ""
+    """Why :attr:`booted` is ``None`` although the root boots: its command line comes from
+    a provisioner and was not given (``--kernel-cmdline``), or the root is a container
+    image, which has no kernel of its own; empty otherwise."""
+    kind: str = "bootable"
+    """The kind of root (:func:`aiaudit.core.identity.root_kind`)."""
+    grub_dropins: bool = True
+    """Whether the root's ``grub-mkconfig`` reads ``/etc/default/grub.d/*.cfg`` (a Debian
+    patch; RHEL's ``grub2-mkconfig`` does not)."""
+
+    @property
+    def from_provisioner(self) -> bool:
+        """The command line comes from outside the root (a provisioner, or as given with
+        ``--kernel-cmdline``): only whoever passes it can change it."""
+        return self.loader in ("provisioner", "given")
 
 
 class _Problems(list[str]):
@@ -119,6 +150,7 @@ def load(host: Host) -> BootConfig:
     return host.memo(("boot-cmdline",), lambda: _load(host))
 
 
+
 def proc_cmdline(host: Host) -> CmdlineSource | None:
     """``/proc/cmdline`` of the running kernel (live only)."""
     if not host.live:
@@ -146,13 +178,50 @@ def _grubenv(host: Host) -> dict[str, str]:
     return {}
 
 
-def _default_grub(host: Host, problems: _Problems, notes: list[str]) -> CmdlineSource | None:
+CMDLINE_VARS = ("GRUB_CMDLINE_LINUX", "GRUB_CMDLINE_LINUX_DEFAULT")
+"""What grub-mkconfig passes to normal entries, in this order (10_linux.in)."""
+
+
+def reads_grub_dropins(host: Host) -> bool:
+    """Whether a drop-in in ``/etc/default/grub.d`` takes effect: grub is there (its
+    generator, ``/etc/default/grub`` or a generated ``grub.cfg``) and its
+    ``grub-mkconfig`` sources ``/etc/default/grub.d/*.cfg``.  The generator itself says
+    (Debian's patch adds the loop; RHEL's ``grub2-mkconfig`` has none), else the
+    distribution (Debian and Ubuntu, or a tree with no os-release: a bare configuration
+    tree keeps the drop-ins)."""
+    for path in GRUB_MKCONFIGS:
+        try:
+            text = host.try_read_text(path)
+        except HostError:
+            continue
+        if text is not None:
+            return "default/grub.d" in text
+    from aiaudit.core.identity import os_release, root_kind
+
+    if not any(host.exists(p) for p in (DEFAULT_GRUB, *GRUB_CFGS)):
+        # no grub at all: nothing reads /etc/default/grub.d, unless the root is a bare
+        # configuration tree, judged as the (Debian-like) host it configures
+        return root_kind(host).bare
+
+    osr = os_release(host)
+    family = f"{osr.get('ID', '')} {osr.get('ID_LIKE', '')}".split()
+    return not osr or "debian" in family or "ubuntu" in family
+
+
+def _default_grub(host: Host, problems: _Problems, notes: list[str],
+                  read_dropins: bool = True) -> CmdlineSource | None:
     files = [DEFAULT_GRUB] if host.is_file(DEFAULT_GRUB) else []
-    files += [f"{GRUB_DROPINS}/{fn}" for fn in host.listdir(GRUB_DROPINS) if fn.endswith(".cfg")]
+    dropins = [f"{GRUB_DROPINS}/{fn}" for fn in host.listdir(GRUB_DROPINS)
+               if fn.endswith(".cfg")]
+    if dropins and not read_dropins:
+        notes.append(f"{GRUB_DROPINS.lstrip('/')}/*.cfg not read: no grub-mkconfig here "
+                     f"sources {GRUB_DROPINS} (grub absent, or without Debian's patch)")
+        dropins = []
+    files += dropins
     if not files:
         return None
     env: dict[str, str] = {}
-    origins: dict[str, tuple[str, int]] = {}
+    origins: dict[str, dict[str, tuple[str, int]]] = {}
     last_line: tuple[str, int] = (files[0], 0)
     for f in files:
         try:
@@ -162,16 +231,40 @@ def _default_grub(host: Host, problems: _Problems, notes: list[str]) -> CmdlineS
             continue
         notes.extend(f"{f} {n}" for n in fnotes)
         for a in assigns:
-            if a.name in ("GRUB_CMDLINE_LINUX", "GRUB_CMDLINE_LINUX_DEFAULT"):
+            origins[a.name] = _assignment_origins(a, f, origins)
+            # the line cited for the whole command line: the last assignment that leaves
+            # words in it (not a later GRUB_CMDLINE_LINUX="" after the line with "quiet")
+            if a.name in CMDLINE_VARS and (a.value.strip() or not last_line[1]):
                 last_line = (f, a.line)
-                for p in bc.parse_cmdline(a.value):
-                    if p.key not in origins or str(p) in a.raw or p.name in a.raw:
-                        origins[p.key] = (f, a.line)
-    text = f"{env.get('GRUB_CMDLINE_LINUX', '')} {env.get('GRUB_CMDLINE_LINUX_DEFAULT', '')}"
+    text = " ".join(env.get(v, "") for v in CMDLINE_VARS)
     params = tuple(bc.parse_cmdline(text))
+    final: dict[str, tuple[str, int]] = {}
+    for v in CMDLINE_VARS:  # the later variable's word is the one that counts (bc.last)
+        final.update(origins.get(v, {}))
     keep = {p.key for p in params}
     return CmdlineSource("default-grub", last_line[0], last_line[1] or None, text.strip(),
-                         params, {k: v for k, v in origins.items() if k in keep})
+                         params, {k: v for k, v in final.items() if k in keep})
+
+
+def _assignment_origins(a: bc.ShellAssignment, path: str,
+                        origins: dict[str, dict[str, tuple[str, int]]]
+                        ) -> dict[str, tuple[str, int]]:
+    """Where each parameter of ``a``'s value was written: a word in the assignment's own
+    text is from its line; one that came in through ``$VAR`` keeps the line where that
+    variable got it (``GRUB_CMDLINE_LINUX_DEFAULT="$GRUB_CMDLINE_LINUX_DEFAULT quiet"``
+    leaves earlier parameters at their lines)."""
+    out: dict[str, tuple[str, int]] = {}
+    _, _, value_text = a.raw.partition("=")
+    for m in _VAR().finditer(value_text):
+        out.update(origins.get(m.group(1) or m.group(2), {}))
+    literal = _VAR().sub(" ", value_text).replace('"', " ").replace("'", " ")
+    for p in bc.parse_cmdline(literal):
+        out.pop(p.key, None)  # re-insert: a later word wins (dict order = command line)
+        out[p.key] = (path, a.line)
+    # no filtering by the value's words here (parsing every expanded value again costs
+    # O(n^2) on a file that grows a variable line by line): the final command line keeps
+    # only its own parameters
+    return out
 
 
 def _bls(host: Host, problems: _Problems, notes: list[str]) -> CmdlineSource | None:
@@ -226,17 +319,56 @@ def _grub_cfg(host: Host, problems: _Problems) -> tuple[CmdlineSource | None, bo
 
 
 def _load(host: Host) -> BootConfig:
+    """What the next boot's command line is, by the kind of root: as given with
+    ``--kernel-cmdline``; none for a container image (no kernel); the provisioner's for a
+    stateless image (``/proc/cmdline`` on a running node, else unknown); the boot loader's
+    files of a bootable root (:func:`_from_loader`)."""
+    from aiaudit.core.identity import root_kind
+
+    rk = root_kind(host)
+    if rk.kind == "container":
+        return BootConfig("none", None, None, unknown=f"container image: {rk.reason}",
+                          kind=rk.kind)
+    if host.kernel_cmdline is not None:
+        text = host.kernel_cmdline
+        src = CmdlineSource("given", GIVEN, None, text.strip(), tuple(bc.parse_cmdline(text)))
+        return BootConfig("given", src, None, kind=rk.kind)
+    if rk.kind == "stateless":
+        proc = proc_cmdline(host)
+        if proc is not None:
+            return BootConfig("provisioner", proc, None, kind=rk.kind, notes=(
+                "the running command line (/proc/cmdline) is taken as what the provisioner "
+                "passes at every boot",))
+        return BootConfig("provisioner", None, None, kind=rk.kind,
+                          unknown=provisioner_unknown(rk.reason))
+    return _from_loader(host)
+
+
+def provisioner_unknown(reason: str) -> str:
+    """Why a stateless image's next command line is unknown, and how to give it
+    (``reason``: what made the root a stateless image)."""
+    return ("the kernel command line comes from the provisioner: pass it with "
+            f"`--kernel-cmdline '...'` to check it (stateless image: {reason.split(':')[0]})")
+
+
+def _from_loader(host: Host) -> BootConfig:
+    """The boot loader files of a bootable root, in the order of the module docstring."""
     problems = _Problems()
     notes: list[str] = []
-    generator = _default_grub(host, problems, notes)
+    dropins = reads_grub_dropins(host)
+    generator = _default_grub(host, problems, notes, dropins)
+
+    def config(loader: str, booted: CmdlineSource | None,
+               gen: CmdlineSource | None) -> BootConfig:
+        return BootConfig(loader, booted, gen, tuple(problems), tuple(notes),
+                          tuple(problems.evidence), grub_dropins=dropins)
+
     bls = _bls(host, problems, notes)
     if bls is not None:
-        return BootConfig("bls", bls, generator, tuple(problems), tuple(notes),
-                          tuple(problems.evidence))
+        return config("bls", bls, generator)
     cfg, _ = _grub_cfg(host, problems)
     if cfg is not None:
-        return BootConfig("grub", cfg, generator, tuple(problems), tuple(notes),
-                          tuple(problems.evidence))
+        return config("grub", cfg, generator)
     try:
         kc = host.try_read_text(KERNEL_CMDLINE)
     except HostError as exc:
@@ -245,14 +377,11 @@ def _load(host: Host) -> BootConfig:
     if kc is not None:
         src = CmdlineSource("kernel-cmdline", KERNEL_CMDLINE, 1, kc.strip(),
                             tuple(bc.parse_cmdline(kc)))
-        return BootConfig("kernel-install", src, generator, tuple(problems), tuple(notes),
-                          tuple(problems.evidence))
+        return config("kernel-install", src, generator)
     if generator is not None:
         notes.append("no generated grub.cfg found; using what grub-mkconfig would generate")
-        return BootConfig("grub", generator, generator, tuple(problems), tuple(notes),
-                          tuple(problems.evidence))
-    return BootConfig("none", None, None, tuple(problems), tuple(notes),
-                      tuple(problems.evidence))
+        return config("grub", generator, generator)
+    return config("none", None, None)
 
 
 PARAMS_MANUAL = ("kernel parameters take effect only after the bootloader configuration is "
@@ -295,6 +424,12 @@ def set_params(cfg: BootConfig, params: list[str]) -> tuple[str, tuple[Snippet, 
     regen = ("grub2-mkconfig -o /boot/grub2/grub.cfg"
              if cfg.booted is not None and cfg.booted.path.startswith("/boot/grub2")
              else "update-grub")
+    if not cfg.grub_dropins:  # a drop-in would be a file nothing reads
+        if cfg.loader != "grub":
+            return (f"Add `{words}` to the kernel command line of this root's boot loader, "
+                    "then reboot.", ())
+        return (f"Add `{words}` to GRUB_CMDLINE_LINUX in /etc/default/grub, run "
+                f"`{regen}`, then reboot.", ())
     return (f"Add `{words}` to GRUB_CMDLINE_LINUX_DEFAULT in a {GRUB_DROPINS} drop-in, run "
             f"`{regen}`, then reboot.", (
                 Snippet.file(DROPIN,
@@ -302,3 +437,27 @@ def set_params(cfg: BootConfig, params: list[str]) -> tuple[str, tuple[Snippet, 
                              "kernel parameters for grub-mkconfig"),
                 Snippet.command(regen, "regenerate grub.cfg"),
             ))
+
+
+def params_remediation(host: Host, cfg: BootConfig, params: list[str], *, lead: str = "",
+                       tail: str = "", now: tuple[Snippet, ...] = (),
+                       manual: str = "") -> Remediation:
+    """The fix that adds kernel ``params`` where the next boot's command line comes from:
+    the boot loader's files of a bootable root (:func:`set_params`, with
+    :func:`params_step`), or the provisioner, for a stateless image or a command line
+    given with ``--kernel-cmdline`` (nothing is installed in the root: a file there would
+    be one nothing reads; the runtime commands ``now`` only on a live node).  ``manual``:
+    a step a person must take besides (a tuned profile that sets another value)."""
+    words = " ".join(params)
+    if cfg.from_provisioner:
+        from aiaudit.linux.rootkind import provisioner_steps
+
+        return Remediation(f"{lead}Add `{words}` to the kernel command line the provisioner "
+                           f"passes, then reboot the nodes.{tail}",
+                           now if host.live else (), manual=manual,
+                           provisioner=provisioner_steps(host, params))
+    summary, snips = set_params(cfg, params)
+    step = params_step(cfg) if snips else {"manual": summary}
+    if manual:
+        step = {"manual": manual}
+    return Remediation(f"{lead}{summary}{tail}", (*snips, *now), **step)

@@ -122,8 +122,11 @@ def force_latency_holds(value: str, bound: int, max_cstate: int, file: str = "",
 
 def tuned_latency(host: Host, bound: int, max_cstate: int) -> Limiter | None:
     """tuned ``[cpu] force_latency`` of the active profile (when tuned is enabled)."""
+    from aiaudit.linux.rootkind import units_run
     from aiaudit.linux.tuned import profiles as tuned
 
+    if not units_run(host):  # tuned.service is a unit: nothing starts it
+        return None
     st = tuned.load(host)
     o = st.get("cpu", "force_latency")
     if o is None:
@@ -260,9 +263,9 @@ def _booted(cfg: BootConfig, driver: str | None, max_cstate: int
     if booted is None:
         return None, "no bootloader configuration found", [], []
     ok, why = cmdline_limit(booted, max_cstate, driver)
-    ev = [booted.evidence(next((n for n in CMDLINE_PARAMS if booted.get(n) is not None),
-                               None))]
-    text = f"{why} on {booted.where()}"
+    decisive = next((n for n in CMDLINE_PARAMS if booted.get(n) is not None), None)
+    ev = [booted.evidence(decisive)]
+    text = f"{why} on {booted.where(decisive)}"
     notes = []
     gen = cfg.generator
     if gen is not None and gen is not booted and _params(gen) != _params(booted):

@@ -25,7 +25,7 @@ from typing import Any
 
 from aiaudit.core.errors import HostError
 from aiaudit.core.host import Host
-from aiaudit.core.model import Aspect, Evidence, Remediation, Result, Status
+from aiaudit.core.model import Aspect, Evidence, Remediation, Result, Snippet, Status
 from aiaudit.core.startup.records import record
 from aiaudit.core.verdict import verdict
 from aiaudit.linux import sysfs
@@ -46,6 +46,9 @@ class BootSetting:
     value: str
     source: str
     evidence: Evidence
+    unit: str = ""
+    """The unit whose start writes the value (``cpupower.service``, a service,
+    ``tuned.service``); empty for the command line or the kernel default."""
 
 
 BootChain = tuple[BootSetting | None, list[Evidence], bool]
@@ -62,7 +65,8 @@ def default_governor(host: Host) -> BootSetting | None:
     if cfg.booted is not None:
         p = cfg.booted.get("cpufreq.default_governor")
         if p is not None and p.value:
-            return BootSetting(p.value, f"cpufreq.default_governor on {cfg.booted.where()}",
+            return BootSetting(p.value, f"cpufreq.default_governor on "
+                               f"{cfg.booted.where('cpufreq.default_governor')}",
                                cfg.booted.evidence("cpufreq.default_governor"))
     c = config_choice(host, "CPU_FREQ_DEFAULT_GOV")
     if c is None:
@@ -96,10 +100,11 @@ def _flag_values(words: tuple[str, ...] | list[str], flags: tuple[str, ...]) -> 
 
 def cpupower_service(host: Host, key: str) -> list[BootSetting]:
     """What ``cpupower.service`` (when enabled) sets for ``key`` (``governor``)."""
+    from aiaudit.linux.rootkind import units_run
     from aiaudit.linux.systemd import units as systemd
 
     out: list[BootSetting] = []
-    if not systemd.is_enabled(host, "cpupower.service").enabled:
+    if not units_run(host) or not systemd.is_enabled(host, "cpupower.service").enabled:
         return out
     for path in CPUPOWER_CONFIGS:
         try:
@@ -119,7 +124,8 @@ def cpupower_service(host: Host, key: str) -> list[BootSetting]:
                 val = a.value
             if val:
                 out.append(BootSetting(val, f"cpupower.service ({path.lstrip('/')}:{a.line})",
-                                       Evidence.file(path, a.line, a.raw.strip())))
+                                       Evidence.file(path, a.line, a.raw.strip()),
+                                       "cpupower.service"))
     return out
 
 
@@ -130,7 +136,7 @@ def unit_settings(host: Host, sysfs_name: str, cpupower_flag: tuple[str, ...] = 
     out: list[BootSetting] = []
     for value, _path, c in sysfs_writes(host, re.escape(sysfs_name) + r"$"):
         out.append(BootSetting(value, f"{c.unit} ({c.file.lstrip('/')}:{c.line})",
-                               Evidence.file(c.file, c.line, c.text)))
+                               Evidence.file(c.file, c.line, c.text), c.unit))
     if not cpupower_flag:
         return out
     cmds, _ = boot_commands(host)
@@ -139,7 +145,7 @@ def unit_settings(host: Host, sysfs_name: str, cpupower_flag: tuple[str, ...] = 
                 not c.argv[0].endswith("cpupower") or "frequency-set" not in c.argv:
             continue
         out += [BootSetting(val, f"{c.unit} ({c.file.lstrip('/')}:{c.line})",
-                            Evidence.file(c.file, c.line, c.text))
+                            Evidence.file(c.file, c.line, c.text), c.unit)
                 for val in _flag_values(c.argv, cpupower_flag) if val]
     return out
 
@@ -147,15 +153,32 @@ def unit_settings(host: Host, sysfs_name: str, cpupower_flag: tuple[str, ...] = 
 def tuned_setting(host: Host, key: str) -> BootSetting | None:
     """tuned ``[cpu] key`` of the active profile (when tuned is enabled); of ``a|b``, the
     first."""
+    from aiaudit.linux.rootkind import units_run
     from aiaudit.linux.tuned import profiles as tuned  # see default_governor
 
+    if not units_run(host):  # tuned.service is a unit: nothing starts it
+        return None
     st = tuned.load(host)
     o = st.get("cpu", key)
     if o is None:
         return None
     return BootSetting(o.value.split("|")[0].strip(),
                        f"{st.describe()} [cpu] {key} ({o.file.lstrip('/')}:{o.line})",
-                       Evidence.file(o.file, o.line, f"{key}={o.value}"))
+                       Evidence.file(o.file, o.line, f"{key}={o.value}"), "tuned.service")
+
+
+def apply_boot(win: BootSetting, what: str, now: str) -> Remediation:
+    """The fix for drift (the boot setting ``win`` is right, the running CPUs are not):
+    restart the unit that sets it at boot, else run ``now`` (which writes ``win.value``,
+    as the command line or kernel default does at boot); nothing to persist."""
+    if win.unit:
+        cmd = f"systemctl restart {win.unit}"
+        return Remediation(f"Apply the configured {what} {win.value}: `{cmd}` sets it as "
+                           "at boot; the boot configuration is already right.",
+                           (Snippet.command(cmd, f"{win.unit} sets the {what} as at boot"),))
+    return Remediation(f"Apply the configured {what} {win.value} now ({win.source}, already "
+                       "right, sets it at every boot).",
+                       (Snippet.command(now, "apply the boot value now"),))
 
 
 def boot_chain(default: BootSetting | None, *sources: list[BootSetting]) -> BootChain:
@@ -188,6 +211,16 @@ def active_mode_default(win: BootSetting | None, explicit: bool,
         return win
     return BootSetting("powersave", f"{state.drivers} active mode default ({win.source} "
                        "is not performance)", win.evidence)
+
+
+def cmdline_unknown(host: Host) -> str:
+    """Why the next boot's kernel command line cannot be known from this root (a
+    stateless image without ``--kernel-cmdline``), or ``""``: where a default decides
+    (the command line may set ``cpufreq.default_governor=``), the rule cannot decide."""
+    from aiaudit.linux.boot import cmdline as boot  # see default_governor
+
+    cfg = boot.load(host)
+    return cfg.unknown if cfg.booted is None else ""
 
 
 def kernel_default_unknown(host: Host) -> str:

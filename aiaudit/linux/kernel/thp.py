@@ -40,6 +40,9 @@ class ThpBoot:
     evidence: list[Evidence] = field(default_factory=list)
     competing: list[str] = field(default_factory=list)
     """Settings outside the allowed values that a person must change (a unit, tuned)."""
+    unit: str = ""
+    """The unit whose start writes :attr:`value` (a service, ``tuned.service``); empty when
+    the command line or the kernel default decides."""
 
 
 def _enabled_default(host: Host, what: str) -> tuple[ThpBoot, Evidence | None]:
@@ -56,7 +59,8 @@ def _enabled_default(host: Host, what: str) -> tuple[ThpBoot, Evidence | None]:
     cfg = boot.load(host)
     bp = cfg.booted.get("transparent_hugepage") if cfg.booted is not None else None
     if cfg.booted is not None and bp is not None and bp.value:
-        b.value, b.source, b.explicit = bp.value, f"{bp} on {cfg.booted.where()}", True
+        b.value, b.explicit = bp.value, True
+        b.source = f"{bp} on {cfg.booted.where('transparent_hugepage')}"
         b.evidence.append(cfg.booted.evidence("transparent_hugepage"))
     if b.value is not None:
         return b, None
@@ -80,6 +84,7 @@ def _units(host: Host, setting: str, allowed: list[str], b: ThpBoot) -> None:
     """Enabled services writing the file (the last one wins)."""
     for v, _path, c in sysfs_writes(host, rf"transparent_hugepage/{setting}$"):
         b.value, b.source, b.explicit = v, f"{c.unit} ({c.file.lstrip('/')}:{c.line})", True
+        b.unit = c.unit
         b.evidence.append(Evidence.file(c.file, c.line, c.text))
         if v not in allowed and c.file != FIX_UNIT:
             b.competing.append(f"{b.source} sets {v}: change or disable it")
@@ -87,8 +92,11 @@ def _units(host: Host, setting: str, allowed: list[str], b: ThpBoot) -> None:
 
 def _tuned(host: Host, setting: str, allowed: list[str], b: ThpBoot) -> None:
     """tuned ``[vm]`` (``transparent_hugepages``, or its old name, for ``enabled``)."""
+    from aiaudit.linux.rootkind import units_run
     from aiaudit.linux.tuned import profiles as tuned
 
+    if not units_run(host):  # tuned.service is a unit: nothing starts it
+        return
     st = tuned.load(host)
     keys = ("transparent_hugepages", "transparent_hugepage") if setting == "enabled" \
         else ("transparent_hugepage.defrag",)
@@ -96,7 +104,7 @@ def _tuned(host: Host, setting: str, allowed: list[str], b: ThpBoot) -> None:
         o = st.get("vm", k)
         if o is None:
             continue
-        b.value, b.explicit = o.value.strip(), True
+        b.value, b.explicit, b.unit = o.value.strip(), True, "tuned.service"
         b.source = f"{st.describe()} [vm] {k} ({o.file.lstrip('/')}:{o.line})"
         b.evidence.append(Evidence.file(o.file, o.line, f"{k}={o.value}"))
         if b.value not in allowed:
@@ -120,3 +128,12 @@ def boot_thp(host: Host, setting: str, allowed: list[str]) -> ThpBoot:
     if b.value is None and unknown is not None:  # nothing set it at boot
         b.evidence.append(unknown)
     return b
+
+
+def cmdline_unknown(host: Host) -> str:
+    """Why the next boot's ``transparent_hugepage=`` cannot be known from this root (a
+    stateless image whose provisioner passes the command line), or ``""``."""
+    from aiaudit.linux.boot import cmdline as boot
+
+    cfg = boot.load(host)
+    return cfg.unknown if cfg.booted is None else ""
