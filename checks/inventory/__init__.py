@@ -1,0 +1,1 @@
+"""Checks ``inventory.<name>``, one module each: ``checks/inventory/<name>.py``."""
