@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import os
+import shutil
 import sys
 from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass
@@ -90,6 +91,17 @@ def cli(*args: str, env: Mapping[str, str] | None = None) -> CliResult:
 def python() -> str:
     """The interpreter running the tests."""
     return sys.executable
+
+
+_SCRIPT = shutil.which("aiaudit", path=os.path.dirname(sys.executable))
+AIAUDIT_SCRIPT = Path(_SCRIPT or os.path.join(os.path.dirname(sys.executable), "aiaudit"))
+"""The ``aiaudit`` console script installed next to the interpreter running the tests,
+found from ``sys.executable`` (never a hard-coded ``.venv``): the one program a test hands
+to a script that runs it (a prolog, a playbook).  Where it is not installed the path does
+not exist, and such a test skips."""
+AIAUDIT_CMD: list[str] = [_SCRIPT] if _SCRIPT else [sys.executable, "-m", "aiaudit"]
+"""The command line that runs ``aiaudit`` in a child process: the console script, else the
+module under the same interpreter."""
 
 
 class CpuTime:

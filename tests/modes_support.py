@@ -19,10 +19,12 @@ import yaml
 from aiaudit.api import CheckContext, CheckSpec, Result, Status
 from aiaudit.core import plugins
 from aiaudit.core.model import Finding, HostInfo, RunResult, Severity
+from tests.helpers import AIAUDIT_SCRIPT
 
 REPO = Path(__file__).resolve().parent.parent
-AIAUDIT = Path(os.environ.get("VIRTUAL_ENV", REPO / ".venv")) / "bin" / "aiaudit"
-"""The installed ``aiaudit`` script of the venv running the tests."""
+AIAUDIT = AIAUDIT_SCRIPT
+"""The ``aiaudit`` console script next to the interpreter running the tests (a test that
+needs it checks ``AIAUDIT.exists()`` and skips without it)."""
 
 
 def need(ok: bool, why: str) -> None:

@@ -284,3 +284,105 @@ def test_in_process_and_worker_agree(small_root: Path, origin: str) -> None:
     assert got["B"].status is Status.PASS
     if origin:
         assert origin in got["A"].result.message
+
+
+# ------------------------------------------------------------------ issue 25: other commands
+@pytest.mark.parametrize("command", ["rules", "explain", "validate", "render"])
+@pytest.mark.parametrize("mode", ["sleep", "busy"])
+def test_registration_is_bounded_for_every_command(tmp_path: Path, command: str,
+                                                   mode: str) -> None:
+    """A hung plugin registration hung `rules`, `explain`, `render` and `validate` (60 s,
+    with no way to say less): each has the scan's `--timeout`, which bounds it."""
+    argv = {"rules": ["rules"], "explain": ["explain", "SWAPPINESS"],
+            "validate": ["validate", str(HOSTILE_RULESET)],
+            "render": ["render", str(tmp_path / "saved.json")]}[command]
+    r = child_scan(*argv, "--timeout", "1.5", env=_plugin_env(mode), timeout=30)
+    assert r.returncode == 2, r.stderr
+    assert f"did not finish loading within the deadline of aiaudit {command}" in r.stderr
+    assert DIST_NAME in r.stderr and "Traceback" not in r.stderr and r.stdout == ""
+    assert r.cpu_seconds < 10, f"{r.cpu_seconds:.1f} s of CPU"
+
+
+def test_rules_probe_is_bounded_by_the_timeout(tmp_path: Path) -> None:
+    """`aiaudit rules` probes every rule (a small offline scan): a ruleset of plugin checks
+    that hang is bounded by --timeout too, and still lists every rule."""
+    r = child_scan("rules", "--ruleset", str(HOSTILE_RULESET), "--timeout", "3",
+                   env=_plugin_env(), timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "H-REGEX" in r.stdout and "H-AFTER" in r.stdout
+    assert r.seconds < 20, f"{r.seconds:.1f} s"  # wall time: a deadline test; generous
+
+
+# ------------------------------------------------------------------ issue 25: wrong-typed results
+def _typed_wrong() -> dict[str, Result]:
+    from dataclasses import replace
+
+    from aiaudit.api import Evidence, Remediation, Snippet
+
+    good = Result(Status.FAIL, "x", "m", expected="1", actual="2",
+                  evidence=(Evidence.file("/etc/x", 1, "v"),),
+                  remediation=Remediation("fix", (Snippet.command("true"),)))
+    return {"status-str": replace(good, status="fail"),
+            "status-bool": replace(good, status=True),
+            "subject-int": replace(good, subject=7), "message-bytes": replace(good, message=b"m"),
+            "expected-list": replace(good, expected=["1"]),
+            "aspect-str": replace(good, aspect="config"),
+            "evidence-line-str": replace(good, evidence=(Evidence.file("/etc/x", "3"),)),
+            "evidence-kind": replace(good, evidence=(replace(good.evidence[0], kind=4),)),
+            "snippet-kind": replace(good, remediation=Remediation("f", (
+                replace(Snippet.command("true"), kind="command"),))),
+            "snippet-mode": replace(good, remediation=Remediation("f", (
+                Snippet.file("/etc/x", "x", mode=-1),))),
+            "data-set": replace(good, data={"a": {1}}), "data-list": replace(good, data=[1]),
+            "not-a-result": {"status": "pass"}}  # type: ignore[dict-item]
+
+
+REPORTERS = ("text", "json", "sarif", "junit", "html", "prometheus", "events")
+
+
+@pytest.mark.parametrize("case", sorted(_typed_wrong()))
+def test_a_wrong_typed_plugin_result_costs_its_rule_and_every_reporter_renders(
+        tmp_path: Path, case: str) -> None:
+    """A plugin's result with a wrong-typed field: an `error` result naming the plugin
+    (aiaudit.core.wellformed), and every reporter renders the scan; the JSON report reads
+    back, renders again and gives a fix bundle."""
+    from aiaudit.core import plugins as core_plugins
+    from aiaudit.core.serialize import run_dict, run_from_dict
+    from aiaudit.remediate import bundle
+
+    bad = _typed_wrong()[case]
+    spec = CheckSpec(id="evil.typed", title="typed", run=lambda ctx: iter([bad]),
+                     origin="plugin 'evil' (distribution evil 6.6)")
+    ok = CheckSpec(id="evil.ok", title="ok", run=lambda ctx: iter([
+        Result(Status.PASS, "y", "fine")]), origin="plugin 'evil' (distribution evil 6.6)")
+    rs = Ruleset("t", "1", "", (
+        Rule(RuleInfo("R-TYPED", spec.id, Severity.HIGH, "typed"), spec, {}),
+        Rule(RuleInfo("R-OK", ok.id, Severity.HIGH, "ok"), ok, {})))
+    run = scan(rs, Host(str(tmp_path), live=False), ScanOptions(rule_timeout=10))
+    by = {f.rule_id: f.result for f in run.findings}
+    assert by["R-TYPED"].status is Status.ERROR, by["R-TYPED"]
+    assert "evil 6.6" in by["R-TYPED"].message and "R-TYPED" in by["R-TYPED"].message
+    assert by["R-OK"].status is Status.PASS
+    reg = core_plugins.registry()
+    for name in REPORTERS:
+        text = reg.reporters[name].render(run, {})
+        assert isinstance(text, str) and "R-TYPED" in text, name
+    doc = json.loads(reg.reporters["json"].render(run, {}))
+    again = run_from_dict(doc)
+    assert run_dict(again) == doc
+    b = bundle.write(again, str(tmp_path / "bundle"))
+    assert b.fixed == [] and (tmp_path / "bundle" / "install.sh").is_file()
+
+
+def test_a_huge_integer_in_result_data_costs_its_rule_only(tmp_path: Path) -> None:
+    """`data={"n": 10**5000}` passes the runner, then the json reporter fails (ValueError:
+    Exceeds the limit (4300 digits)): that report is lost, exit 2."""
+    from aiaudit.core import plugins as core_plugins
+
+    spec = CheckSpec(id="evil.big", title="big", run=lambda ctx: iter([
+        Result(Status.FAIL, "x", "m", data={"n": 10 ** 5000})]), origin="plugin 'evil'")
+    rs = Ruleset("t", "1", "", (Rule(RuleInfo("R-BIG", spec.id, Severity.HIGH, "b"), spec, {}),))
+    run = scan(rs, Host(str(tmp_path), live=False), ScanOptions(rule_timeout=10))
+    assert run.findings[0].result.status is Status.ERROR
+    for name in REPORTERS:
+        core_plugins.registry().reporters[name].render(run, {})

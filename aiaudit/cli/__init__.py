@@ -22,6 +22,7 @@ from aiaudit.cli.output import (
     error,
     occupy_closed_std_fds,
     silence_stdout,
+    to_stderr,
     write_stdout,
 )
 from aiaudit.core.errors import AuditError, ExitCode, RulesetError
@@ -56,6 +57,12 @@ _SUBCOMMANDS: dict[str, tuple[str, str, str, dict[str, Any]]] = {
         "description": "The scanned root's effective sshd configuration as `sshd -T` prints "
                        "it, for the connection given with --connection (Match blocks "
                        "evaluated as sshd does); read-only, nothing is executed."}),
+    "baseline": ("baseline", "populate", "cmd", {
+        "help": "write a node class: a ruleset pinning a known-good node's hardware and stack",
+        "description": "Read a known-good node (or a fleet's saved reports) and write a "
+                       "ruleset that extends dl-training and pins its facts (GPUs, PCIe "
+                       "links, VBIOS, HCAs, memory, CPUs, kernel, driver, packages); "
+                       "`aiaudit scan --ruleset CLASS.yaml` holds another node to it."}),
 }
 """Each subcommand: its module under ``aiaudit.cli``, the functions there that add its
 arguments and run it, and its ``add_parser`` keywords.  A command's module is imported only
@@ -120,15 +127,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     occupy_closed_std_fds()
     for i, arg in enumerate(argv):  # only through the API: a C argv cannot hold one
         if "\0" in arg:
-            print(f"aiaudit: error: argument {i + 1} ({arg[:40]!r}): a NUL byte at character "
-                  f"{arg.index(chr(0)) + 1}", file=sys.stderr)
+            error(f"argument {i + 1} ({arg[:40]!r}): a NUL byte at character "
+                  f"{arg.index(chr(0)) + 1}")
             return ExitCode.USAGE
     # the top level has no option that takes a value: the first word names the command
     word = next((a for a in argv if not a.startswith("-")), None)
     parser = build_parser(word if word in COMMANDS else None)
     args = parser.parse_args(argv)
     if not args.command:
-        parser.print_help(sys.stderr)
+        if sys.stderr is not None:  # (print_help(None) would write to stdout)
+            parser.print_help(sys.stderr)
         return ExitCode.USAGE
     try:
         code = int(_command(args.command, 2)(args))
@@ -140,10 +148,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return ExitCode.USAGE
     except RulesetError as exc:
         for problem in exc.problems:
-            print(f"aiaudit: error: {problem}", file=sys.stderr)
+            error(problem)
         return ExitCode.USAGE
     except AuditError as exc:
-        print(f"aiaudit: error: {exc}", file=sys.stderr)
+        error(str(exc))
         return ExitCode.USAGE
     except BrokenPipeError:  # print() of rules/explain into a closed pipe
         silence_stdout()
@@ -154,6 +162,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         if getattr(args, "debug", False):
             raise
-        print(f"aiaudit: internal error: {type(exc).__name__}: {exc} "
-              "(run with --debug for a traceback)", file=sys.stderr)
+        to_stderr(f"aiaudit: internal error: {type(exc).__name__}: {exc} "
+                  "(run with --debug for a traceback)")
         return ExitCode.INTERNAL

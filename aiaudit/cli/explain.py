@@ -17,12 +17,15 @@ import difflib
 import os
 import tempfile
 import textwrap
-from typing import Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from aiaudit.core.errors import UsageError
 from aiaudit.core.escape import human_safe
 from aiaudit.core.model import DEFAULT_FILE_MODE, Result, Snippet, SnippetKind, Status
 from aiaudit.core.ruleset import Rule, Ruleset
+
+if TYPE_CHECKING:
+    from aiaudit.core.host import Deadline
 
 PROBE_FILES = {"etc/ssh/sshd_config": "Include /etc/ssh/sshd_config.d/*.conf\n"}
 """The stock probe root: only what makes sshd's compiled-in defaults decide."""
@@ -51,9 +54,11 @@ def find_rule(rs: Ruleset, rule_id: str) -> Rule:
     raise UsageError(f"unknown rule {rule_id!r} in ruleset {rs.name}{hint}")
 
 
-def probe(rs: Ruleset, rules: Sequence[Rule]) -> dict[str, list[Result]]:
+def probe(rs: Ruleset, rules: Sequence[Rule], deadline: Deadline | None = None
+          ) -> dict[str, list[Result]]:
     """Each rule's results on the stock probe root (see the module docstring); none when
-    no temporary directory can be made."""
+    no temporary directory can be made.  Within ``deadline`` (the command's
+    ``--timeout``): a rule not done by then shows what its params say."""
     from aiaudit.core.host import Host
     from aiaudit.core.scan import ScanOptions, scan
 
@@ -67,7 +72,8 @@ def probe(rs: Ruleset, rules: Sequence[Rule]) -> dict[str, list[Result]]:
                 with open(path, "w", encoding="utf-8") as fh:
                     fh.write(text)
             run = scan(rs, Host(root, live=False),
-                       ScanOptions(only=tuple(r.id for r in rules), rule_timeout=5.0))
+                       ScanOptions(only=tuple(r.id for r in rules), rule_timeout=5.0,
+                                   deadline=deadline))
     except OSError:
         # no writable temporary directory (a read-only container): explain without it
         return {}
@@ -201,11 +207,11 @@ def _para(text: str, indent: str = "  ") -> str:
                          break_on_hyphens=False)
 
 
-def explain(rs: Ruleset, rule_id: str) -> str:
-    """The text of ``aiaudit explain RULE_ID``."""
+def explain(rs: Ruleset, rule_id: str, deadline: Deadline | None = None) -> str:
+    """The text of ``aiaudit explain RULE_ID`` (its probe within ``deadline``)."""
     rule = find_rule(rs, rule_id)
     i = rule.info
-    results = probe(rs, [rule]).get(rule.id, [])
+    results = probe(rs, [rule], deadline).get(rule.id, [])
     out = [f"{i.id}: {human_safe(i.title)}",
            f"severity: {i.severity.value}   check: {i.check}   ruleset: {rs.name} "
            f"{rs.version}"]
@@ -237,9 +243,11 @@ def explain(rs: Ruleset, rule_id: str) -> str:
     return "\n".join(out) + "\n"
 
 
-def rules_table(rs: Ruleset, tags: Sequence[str] = ()) -> str:
+def rules_table(rs: Ruleset, tags: Sequence[str] = (), deadline: Deadline | None = None
+                ) -> str:
     """The text of ``aiaudit rules``: id, severity, expected value and title of each rule,
-    only those carrying one of ``tags`` (case-insensitive) when given."""
+    only those carrying one of ``tags`` (case-insensitive) when given (the probe within
+    ``deadline``)."""
     want = {t.lower() for t in tags}
     known = sorted({t for r in rs.rules for t in r.info.tags})
     unknown = sorted(want - {t.lower() for t in known})
@@ -247,7 +255,7 @@ def rules_table(rs: Ruleset, tags: Sequence[str] = ()) -> str:
         raise UsageError(f"unknown tag {', '.join(unknown)} in ruleset {rs.name} "
                          f"(tags: {', '.join(known)})")
     rules = [r for r in rs.rules if not want or want & {t.lower() for t in r.info.tags}]
-    probed = probe(rs, rules)
+    probed = probe(rs, rules, deadline)
     rows = [(r.id, r.info.severity.value, expected_text(r, probed.get(r.id, [])),
              human_safe(r.info.title)) for r in rules]
     sel = f" tagged {', '.join(sorted(want))}" if want else ""

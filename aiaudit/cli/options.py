@@ -48,9 +48,31 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         """The usage line and one message on stderr, exit code 2 (argparse's own exit
-        code is 2 too; said here so that it is :attr:`ExitCode.USAGE` by name)."""
-        self.print_usage(sys.stderr)
-        self.exit(ExitCode.USAGE, f"{self.prog}: error: {message}\n")
+        code is 2 too; said here so that it is :attr:`ExitCode.USAGE` by name).  The
+        message quotes arguments (``unrecognized arguments: ...``): its control characters
+        are escaped, as every stderr line is (:func:`~aiaudit.cli.output.to_stderr`)."""
+        from aiaudit.cli.output import to_stderr
+
+        if sys.stderr is not None:  # print_usage(None) would write to stdout
+            self.print_usage(sys.stderr)
+        to_stderr(f"{self.prog}: error: {message}")
+        self.exit(ExitCode.USAGE)
+
+    def _print_message(self, message: str, file: Any = None) -> None:
+        """argparse's one writer (``--help``, ``--version``, usage).  What goes to stdout
+        goes through :func:`~aiaudit.cli.output.write_stdout`: a full disk, a closed pipe
+        or a closed stdout (``file`` is then ``None``) is one message and exit code 2, as
+        for a report, not a silent exit 0 (argparse ignores the error)."""
+        if message and (file is None or file is sys.stdout):
+            from aiaudit.cli.output import OutputError, error, write_stdout
+
+            try:
+                write_stdout(message)
+            except OutputError as exc:
+                error(str(exc))
+                raise SystemExit(ExitCode.USAGE) from None
+            return
+        super()._print_message(message, file)
 
 
 MAX_SECONDS = 86400.0
@@ -97,6 +119,35 @@ def _columns() -> int:
         return os.get_terminal_size(sys.__stdout__.fileno()).columns or 80  # type: ignore[union-attr]
     except (AttributeError, ValueError, OSError):
         return 80
+
+
+COMMAND_TIMEOUT = 60.0
+"""Default ``--timeout`` of ``rules``, ``explain``, ``validate`` and ``render``: far more
+than they need (a second or two), and a bound on a third-party plugin that hangs while it
+registers (or a reporter that never returns)."""
+
+
+def add_timeout(p: argparse.ArgumentParser, what: str) -> None:
+    """``--timeout SECONDS`` for a command other than ``scan``: ``what`` says what it
+    bounds besides loading the third-party plugins."""
+    p.add_argument("--timeout", type=positive_float, default=COMMAND_TIMEOUT,
+                   metavar="SECONDS",
+                   help=f"deadline for the command: loading third-party plugins and "
+                        f"{what}; past it, one message and exit code 2 (default "
+                        f"{COMMAND_TIMEOUT:g}; at most {MAX_SECONDS:g})")
+
+
+def start_deadline(args: argparse.Namespace) -> Any:
+    """The command's deadline (``--timeout`` from now), with the plugin registry built
+    within it, as ``scan`` does: a third-party plugin whose registration hangs costs the
+    deadline, then one message (:func:`aiaudit.core.plugins.registry`).  Returns the
+    :class:`~aiaudit.core.host.Deadline`."""
+    from aiaudit.core import plugins
+    from aiaudit.core.host import Deadline
+
+    deadline = Deadline(getattr(args, "timeout", None) or COMMAND_TIMEOUT)
+    plugins.registry(deadline, command=str(getattr(args, "command", None) or "aiaudit"))
+    return deadline
 
 
 def add_ruleset(p: argparse.ArgumentParser) -> None:
@@ -146,6 +197,36 @@ def add_pretty_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pretty", action="store_true",
                    help="json format: indent it in files and pipes too (default: compact "
                         "there, indented on a terminal)")
+
+
+def add_image_options(p: argparse.ArgumentParser) -> None:
+    """``--image-kind KIND`` and ``--kernel-cmdline 'PARAMS'``: what the scanned root is
+    and the command line its kernel boots with, where its files cannot say (issue 27)."""
+    from aiaudit.core.model import IMAGE_KINDS
+
+    p.add_argument("--image-kind", choices=IMAGE_KINDS, default=None,
+                   help="what the root is, when its files say it wrong: bootable (its own "
+                        "boot loader), stateless (a provisioner such as Warewulf or xCAT "
+                        "boots it and passes its kernel command line), container (no "
+                        "init, no kernel: boot-time rules are its host's); default: "
+                        "detected")
+    p.add_argument("--kernel-cmdline", type=kernel_cmdline, default=None, metavar="'PARAMS'",
+                   help="the kernel command line the next boot uses (e.g. what the "
+                        "provisioner passes a stateless image); overrides the boot loader "
+                        "files; fixes for it are for the provisioner")
+
+
+def kernel_cmdline(text: str) -> str:
+    """A kernel command line as given on ours: the kernel splits it at white space
+    (``lib/cmdline.c`` ``next_arg``: ``isspace``), so tabs and line feeds (a pasted
+    ``/proc/cmdline``) are separators; any other control character is no boot parameter
+    and a usage error."""
+    bad = next((c for c in text if (ord(c) < 0x20 and c not in "\t\n\v\f\r")
+                or ord(c) == 0x7F), None)
+    if bad is not None:
+        raise argparse.ArgumentTypeError(f"control character {bad!r} in the command line "
+                                         f"(at {text.index(bad)})")
+    return text
 
 
 def non_negative_int(text: str) -> int:

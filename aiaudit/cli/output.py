@@ -16,11 +16,26 @@ if TYPE_CHECKING:
     from aiaudit.core.plugins import Registry
 
 
-def parse_outputs(args: argparse.Namespace, known: Mapping[str, object]
-                   ) -> list[tuple[str, str | None]]:
-    """[(format, path or None for stdout)]."""
-    if args.format not in known:
-        raise UsageError(f"unknown format {args.format!r} (known: {', '.join(sorted(known))})")
+DEFAULT_FORMAT = "text"
+"""The report format of ``scan`` and ``render`` when ``--format`` is not given."""
+
+
+def parse_outputs(args: argparse.Namespace, known: Mapping[str, object], *,
+                   format_to_stdout: bool = False) -> list[tuple[str, str | None]]:
+    """[(format, path or None for stdout)].
+
+    Without ``--output``, stdout gets the ``--format`` report (default text).  Each
+    ``--output`` writes one report to a file, ``FORMAT:FILE`` in that format and a plain
+    ``FILE`` in the ``--format`` one, and stdout then gets nothing; except that, with
+    ``format_to_stdout`` (``scan`` and ``render``, whose ``--format`` defaults to ``None``
+    so that "given" is known), a ``--format`` given explicitly is never dropped in
+    silence: when no ``--output`` is in that format (``--format json -o html:x.html``),
+    its report goes to stdout as well.  ``-o html:x.html`` without ``--format`` writes
+    nothing to stdout, as before."""
+    explicit = format_to_stdout and args.format is not None
+    default = DEFAULT_FORMAT if args.format is None else args.format
+    if default not in known:
+        raise UsageError(f"unknown format {default!r} (known: {', '.join(sorted(known))})")
     outs: list[tuple[str, str | None]] = []
     for spec in args.output:
         fmt, sep, path = spec.partition(":")
@@ -30,12 +45,12 @@ def parse_outputs(args: argparse.Namespace, known: Mapping[str, object]
             raise UsageError(f"--output {spec}: unknown format {fmt!r} "
                              f"(known: {', '.join(sorted(known))})")
         else:
-            outs.append((args.format, spec))
+            outs.append((default, spec))
     for _, path in outs:
         if not path:
             raise UsageError("--output needs a file name")
-    if not outs:
-        outs.append((args.format, None))
+    if not outs or (explicit and all(fmt != default for fmt, _ in outs)):
+        outs.append((default, None))
     return outs
 
 
@@ -64,9 +79,24 @@ outside (a worker with a hard kill) could end that."""
 
 
 def error(message: str) -> None:
-    """One ``aiaudit: error:`` line on stderr (stderr itself may be gone: nothing to do)."""
+    """One ``aiaudit: error:`` line on stderr (see :func:`to_stderr`)."""
+    to_stderr(f"aiaudit: error: {message}")
+
+
+def to_stderr(line: str) -> None:
+    """``line`` on stderr as one line a terminal shows and does not obey: every control
+    character (ESC, BEL, CR, a line feed, C1, bidi overrides) escaped
+    (:func:`~aiaudit.core.escape.human_safe`), since messages carry file names, values and
+    plugin text.  A closed stderr (``2>&-``: ``sys.stderr`` is ``None``) or one that
+    cannot be written gets nothing: ``print(file=None)`` would write the line to stdout,
+    into the report."""
+    from aiaudit.core.escape import human_safe
+
+    stream = sys.stderr
+    if stream is None:
+        return
     with contextlib.suppress(OSError, ValueError, AttributeError):
-        print(f"aiaudit: error: {message}", file=sys.stderr, flush=True)
+        print(human_safe(line), file=stream, flush=True)
 
 
 @contextlib.contextmanager

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -15,6 +14,7 @@ from aiaudit.cli.options import (
     EXIT_CODES_HELP,
     MAX_SECONDS,
     PROLOG_TIMEOUT,
+    add_image_options,
     add_pretty_option,
     add_ruleset,
     add_sarif_category_option,
@@ -30,6 +30,7 @@ from aiaudit.cli.output import (
     one_line,
     parse_outputs,
     report_deadline,
+    to_stderr,
     write_atomic,
 )
 from aiaudit.core.errors import ExitCode, UsageError
@@ -58,10 +59,14 @@ def populate_scan(s: argparse.ArgumentParser) -> None:
     s.add_argument("--user", metavar="NAME",
                    help="training user (default: $SLURM_JOB_USER, $SUDO_USER when scanning /, "
                         "ruleset)")
-    s.add_argument("--format", default="text", metavar="FORMAT",
-                   help="output format for stdout / --output FILE (text, json, ...)")
+    add_image_options(s)
+    s.add_argument("--format", default=None, metavar="FORMAT",
+                   help="report format for stdout and plain --output FILE (text, json, "
+                        "...; default text); given with only --output FORMAT:FILE of "
+                        "other formats, it still goes to stdout")
     s.add_argument("--output", "-o", action="append", default=[], metavar="[FORMAT:]FILE",
-                   help="write a report to FILE (repeatable; FORMAT:FILE picks its format)")
+                   help="write a report to FILE instead of stdout (repeatable; "
+                        "FORMAT:FILE picks its format)")
     s.add_argument("--fail-on", choices=SEVERITIES, default=None,
                    help=f"lowest severity whose failure sets exit code 1 "
                         f"(default: ruleset's, else {DEFAULT_FAIL_ON})")
@@ -210,7 +215,7 @@ def _finish_modes(run: RunResult, modes: Modes, fail_on: Severity, code: int) ->
     if modes.reason:
         line = reason_line(run, fail_on, code)
         if line:
-            print(line, file=sys.stderr)
+            to_stderr(line)
     return code
 
 
@@ -264,7 +269,7 @@ def cmd_scan(args: argparse.Namespace) -> int:
     # the deadline runs from here: loading third-party plugins counts (core.scan.ScanOptions)
     deadline = Deadline(args.timeout or (PROLOG_TIMEOUT if args.prolog else DEFAULT_TIMEOUT))
     reg = plugins.registry(deadline)
-    outputs = parse_outputs(args, reg.reporters)
+    outputs = parse_outputs(args, reg.reporters, format_to_stdout=True)
     rs = load_ruleset(args.ruleset, only=args.only, skip=args.skip)
     ids = {r.id for r in rs.rules} | set(rs.disabled) | set(rs.unbound)
     for rid in [*args.only, *args.skip]:
@@ -273,12 +278,20 @@ def cmd_scan(args: argparse.Namespace) -> int:
     fail_on = Severity(args.fail_on or rs.settings.get("fail_on") or DEFAULT_FAIL_ON)
     user, user_source = resolve_user(args, dict(rs.settings))
     modes = mode_inputs(args)
-    host = Host(args.root, live=args.live)
+    host = Host(args.root, live=args.live, deadline=deadline)
+    if user:
+        from aiaudit.linux.accounts.users import require_user
+
+        require_user(host, user, user_source)
     opts = ScanOptions(
         user=user, user_source=user_source, only=tuple(args.only), skip=tuple(args.skip),
         timeout=modes.timeout, fail_on=fail_on, reraise=args.debug, waivers=modes.waivers,
         deadline=deadline,
-        settings=dict(rs.settings),
+        # the previous scan (--state/--changes-since) for rules that judge growth since it
+        # (RDMA link flapping, kernel-log faults since the previous scan)
+        settings={**rs.settings,
+                  **({"previous": modes.previous} if modes.previous is not None else {})},
+        image_kind=args.image_kind, kernel_cmdline=args.kernel_cmdline,
         **({"rule_timeout": args.rule_timeout} if args.rule_timeout else {}),
     )
     run = scan(rs, host, opts)
@@ -310,6 +323,6 @@ def _send_syslog(run: RunResult, socket_path: str, code: int) -> int:
     try:
         send(events(run), socket_path=socket_path)
     except SyslogError as exc:
-        print(f"aiaudit: error: --syslog: {exc}", file=sys.stderr)
+        error(f"--syslog: {exc}")
         return code if code in (ExitCode.FAILED, ExitCode.NOT_EVALUATED) else ExitCode.USAGE
     return code

@@ -38,14 +38,17 @@ def text_safe(text: object) -> str:
 
 
 # C0 controls except TAB and LF, DEL, C1 controls (U+0080-U+009F: 8-bit CSI/OSC on some
-# terminals), lone surrogates, and the bidirectional overrides/isolates that reorder what a
-# reader sees (CVE-2021-42574, "Trojan Source").
+# terminals), lone surrogates, the bidirectional marks, overrides and isolates that reorder
+# what a reader sees (CVE-2021-42574, "Trojan Source"; U+061C too), and the Unicode line and
+# paragraph separators (a line break to editors, log viewers and JavaScript).
 _TERMINAL_UNSAFE = lazy_pattern(
-    "[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\u061c\u200e\u200f\u2028-\u202e"
+    "\u2066-\u2069]")
 
 
 _TERMINAL_UNSAFE_NO_LF = lazy_pattern(
-    "[\x00-\x08\x0a-\x1f\x7f-\x9f\ud800-\udfff\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+    "[\x00-\x08\x0a-\x1f\x7f-\x9f\ud800-\udfff\u061c\u200e\u200f\u2028-\u202e"
+    "\u2066-\u2069]")
 
 
 def human_safe(text: object, *, newlines: bool = False) -> str:

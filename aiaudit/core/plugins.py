@@ -138,7 +138,7 @@ class _Loader:
     does not return in time is a :class:`UsageError` too (see :func:`_bounded`)."""
 
     def __init__(self, entry_points: bool = True, extra: Iterable[object] = (),
-                 deadline: Deadline | _After | None = None) -> None:
+                 deadline: Deadline | _After | None = None, command: str = "scan") -> None:
         self.pm = _PluginManager(hookspecs.PROJECT)
         self.pm.add_hookspecs(hookspecs)
         self.checks: dict[str, CheckSpec] = {}
@@ -155,7 +155,8 @@ class _Loader:
         if entry_points:
             third += find_entry_points(ENTRY_POINT_GROUP)
         if third:
-            _bounded(lambda progress: self._load_third_party(third, progress), deadline)
+            _bounded(lambda progress: self._load_third_party(third, progress), deadline,
+                     command)
         self.registry = Registry(LazyTable(self.checks, "check", self),
                                  LazyTable(self.reporters, "reporter", self),
                                  self.rulesets,
@@ -310,8 +311,10 @@ REGISTRATION_GRACE = 5.0
 (C code that never lets the waiting thread run) ends the process (see :func:`_bounded`)."""
 
 
-def _bounded(load: Callable[[list[str]], None], deadline: Deadline | _After | None) -> None:
-    """Run ``load`` (third-party plugin registration) within ``deadline``.
+def _bounded(load: Callable[[list[str]], None], deadline: Deadline | _After | None,
+             command: str = "scan") -> None:
+    """Run ``load`` (third-party plugin registration) within ``deadline`` (that of
+    ``aiaudit COMMAND``, for the message).
 
     Without a deadline ``load`` runs here.  With one it runs in a daemon thread while this
     one waits; at the deadline the wait ends with a :class:`UsageError` naming the plugin
@@ -357,8 +360,11 @@ def _bounded(load: Callable[[list[str]], None], deadline: Deadline | _After | No
             faulthandler.cancel_dump_traceback_later()
     if not finished:
         who = progress[-1] if progress else "a third-party plugin"
-        raise UsageError(f"{who} did not finish loading within the scan deadline "
-                         f"({remaining:.1f}s left): nothing was scanned")
+        if command == "scan":
+            raise UsageError(f"{who} did not finish loading within the scan deadline "
+                             f"({remaining:.1f}s left): nothing was scanned")
+        raise UsageError(f"{who} did not finish loading within the deadline of aiaudit "
+                         f"{command} (--timeout, {remaining:.1f}s left): stopped")
     if failure:
         raise failure[0]
 
@@ -423,11 +429,13 @@ _REGISTRY: Registry | None = None
 
 
 def build_registry(*, entry_points: bool = True, extra: Iterable[object] = (),
-                   deadline: Deadline | _After | None = None) -> Registry:
+                   deadline: Deadline | _After | None = None,
+                   command: str = "scan") -> Registry:
     """A new registry: built-ins (imported lazily), ``extra`` plugin objects (treated as
     third-party plugins) and, unless ``entry_points`` is false, the third-party
-    ``aiaudit`` entry points, loaded within ``deadline`` when given."""
-    return _Loader(entry_points, extra, deadline).registry
+    ``aiaudit`` entry points, loaded within ``deadline`` (of ``aiaudit COMMAND``) when
+    given."""
+    return _Loader(entry_points, extra, deadline, command).registry
 
 
 class _After:
@@ -445,15 +453,17 @@ class _After:
 
 
 REGISTRATION_TIMEOUT = 60.0
-"""Seconds third-party plugins may take to register when the command has no deadline
-(``aiaudit rules``, ``explain``, ``validate``, ``render``)."""
+"""Seconds third-party plugins may take to register when the caller gives no deadline (an
+in-process caller; every command gives its own: ``--timeout``)."""
 
 
-def registry(deadline: Deadline | None = None) -> Registry:
+def registry(deadline: Deadline | None = None, command: str = "scan") -> Registry:
     """The process-wide registry (built once, on first use, its third-party plugins
-    within ``deadline``, else :data:`REGISTRATION_TIMEOUT`; built-in check and reporter
-    modules are imported when a rule or format first needs them)."""
+    within ``deadline`` of ``aiaudit COMMAND``, else :data:`REGISTRATION_TIMEOUT`;
+    built-in check and reporter modules are imported when a rule or format first needs
+    them)."""
     global _REGISTRY
     if _REGISTRY is None:
-        _REGISTRY = build_registry(deadline=deadline or _After(REGISTRATION_TIMEOUT))
+        _REGISTRY = build_registry(deadline=deadline or _After(REGISTRATION_TIMEOUT),
+                                   command=command)
     return _REGISTRY

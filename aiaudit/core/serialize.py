@@ -66,6 +66,8 @@ def remediation_dict(r: Remediation | None) -> dict[str, Any] | None:
         out["manual"] = r.manual
     if r.followup:
         out["followup"] = r.followup
+    if r.provisioner:
+        out["provisioner"] = r.provisioner
     return out
 
 
@@ -112,7 +114,9 @@ def host_dict(h: HostInfo) -> dict[str, Any]:
         "image_id": h.image_id,
         **{k: v for k, v in (("image_name", h.image_name), ("image_version", h.image_version),
                              ("image_build", h.image_build),
-                             ("os_release_path", h.os_release_path)) if v is not None},
+                             ("os_release_path", h.os_release_path),
+                             ("image_kind", h.image_kind),
+                             ("image_kind_reason", h.image_kind_reason)) if v is not None},
     }
 
 
@@ -164,7 +168,9 @@ def run_from_dict(d: dict[str, Any]) -> RunResult:
                     product_uuid=h.get("product_uuid"), image_id=h.get("image_id"),
                     image_name=h.get("image_name"), image_version=h.get("image_version"),
                     image_build=h.get("image_build"),
-                    os_release_path=h.get("os_release_path"))
+                    os_release_path=h.get("os_release_path"),
+                    image_kind=h.get("image_kind"),
+                    image_kind_reason=h.get("image_kind_reason"))
     rules = tuple(RuleInfo(id=r["id"], check=r["check"], severity=Severity(r["severity"]),
                            title=r["title"], rationale=r.get("rationale", ""),
                            references=tuple(r.get("references", ())),
@@ -178,7 +184,8 @@ def run_from_dict(d: dict[str, Any]) -> RunResult:
         if rem:
             remediation = Remediation(rem["summary"], tuple(
                 snippet_from_dict(s) for s in rem.get("snippets", [])),
-                manual=rem.get("manual", ""), followup=rem.get("followup", ""))
+                manual=rem.get("manual", ""), followup=rem.get("followup", ""),
+                provisioner=rem.get("provisioner", ""))
         ev = tuple(Evidence(source=e["source"], value=e.get("value"), path=e.get("path"),
                             line=e.get("line"), kind=e.get("kind", "file"))
                    for e in f.get("evidence", []))

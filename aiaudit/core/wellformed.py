@@ -51,6 +51,21 @@ def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+MAX_INT_BITS = 14_000
+"""Largest integer in result data: ~4,200 decimal digits, under the 4,300 digits that
+``int()``/``str()`` (and so JSON writers and readers) take by default."""
+
+
+def _huge(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) \
+        and value.bit_length() > MAX_INT_BITS
+
+
+def _huge_message(value: object) -> str:
+    bits = value.bit_length() if isinstance(value, int) else 0
+    return f"data holds an integer of {bits:,} bits, more than JSON readers take"
+
+
 def _optional_str(value: object) -> bool:
     return value is None or isinstance(value, str)
 
@@ -136,6 +151,8 @@ def _data_problem(data: object) -> str | None:
         value, depth = stack.pop()
         if isinstance(value, float) and not math.isfinite(value):
             return f"data holds the number {value!r}, which JSON cannot"
+        if _huge(value):
+            return _huge_message(value)
         if isinstance(value, _SCALARS):
             continue
         if depth > MAX_DATA_DEPTH:
@@ -143,6 +160,9 @@ def _data_problem(data: object) -> str | None:
         if isinstance(value, Mapping):
             if not all(isinstance(k, _SCALARS) for k in value):
                 return "data holds a mapping with a key JSON cannot write"
+            big = next((k for k in value if _huge(k)), None)
+            if big is not None:
+                return _huge_message(big)
             stack.extend((v, depth + 1) for v in value.values())
         elif isinstance(value, (list, tuple)):
             stack.extend((v, depth + 1) for v in value)

@@ -36,6 +36,7 @@ Waived failures are not fixed (the waiver is an accepted exception).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import posixpath
 import re
@@ -70,13 +71,19 @@ ADMITS = "# admits: "
 lists them)."""
 RUNTIME_ONLY = "Fixed only by the runtime commands"
 """Heading of the README's list of failures nothing the bundle installs fixes."""
+PROVISIONER = "For the provisioner"
+"""Heading of the README's list of fixes only the provisioner of a stateless image can make
+(the kernel command line it passes: nothing installed in the image is read for it)."""
 HAND = "Not fixed by this bundle alone"
 """Heading of the README's list of failures a person must act on (exact: a rescan after
 installing the bundle fails these and nothing else of persisted or config aspect)."""
 ROLLBACK_DEFAULT = 120
 """Seconds before a live firewall load reverts unless confirmed."""
-_UNIT = re.compile(r"^[A-Za-z0-9:_.@\\-]+\.(service|socket|timer|target|path|mount|swap)$")
-"""A plain systemd unit name (no path, no shell metacharacters)."""
+_UNIT = re.compile(r"^[A-Za-z0-9:_.@\\][A-Za-z0-9:_.@\\-]*"
+                   r"\.(service|socket|timer|target|path|mount|swap)$")
+"""A plain systemd unit name (no path, no shell metacharacters), not starting with ``-``:
+``systemctl`` would read it as an option (``-.mount``, the root file system, is the one
+real unit that does, and no fix enables or masks it)."""
 _APPLY = re.compile(r"^(?:sshd|nftables(?: [0-9]{1,5}(?:-[0-9]{1,5})?(?:,[0-9]{1,5}"
                     r"(?:-[0-9]{1,5})?)*)?)$")
 """``apply`` targets: ``sshd``, or ``nftables`` with the TCP ports an SSH session may use."""
@@ -118,13 +125,19 @@ class Bundle:
     """Failures whose remediation is advice only (nothing the bundle can do)."""
     unfixable: list[Finding] = field(default_factory=list)
     """Failures without any remediation."""
+    provisioner: list[Finding] = field(default_factory=list)
+    """Failures whose fix (the kernel command line of a stateless image) only the
+    provisioner can make (:attr:`~aiaudit.core.model.Remediation.provisioner`): the bundle
+    installs nothing for them in the image; a runtime command may still fix a running
+    node now."""
     rejected: list[str] = field(default_factory=list)
     """Snippets refused (unsafe path, unit name, operation or command)."""
 
     def needs_hand(self) -> list[Finding]:
         """Every failure the bundle does not fix alone (partial, manual, unfixable), in
         scan order: the README's "by hand" list."""
-        ids = {id(f) for f in (*self.partial, *self.manual, *self.unfixable)}
+        ids = {id(f) for f in (*self.partial, *self.manual, *self.unfixable,
+                               *self.provisioner)}
         return [f for f in self._all if id(f) in ids]
 
     _all: list[Finding] = field(default_factory=list)
@@ -257,6 +270,8 @@ def build(run: RunResult, min_severity: Severity = Severity.INFO) -> Bundle:
             continue
         uses = {collector.take(f, s) for s in rem.snippets}
         used = bool(uses - {None})
+        if rem.provisioner:
+            b.provisioner.append(f)
         (b.fixed if used else b.manual).append(f)
         if used and rem.manual:
             b.partial.append(f)
@@ -434,16 +449,16 @@ edit_file() {
 unit() {
     if [ -n "$ROOT" ]; then
         echo "+ systemctl --root=$ROOT $1 $2"
-        systemctl --root="$ROOT" "$1" "$2"
+        systemctl --root="$ROOT" "$1" -- "$2"
     elif [ "$NO_COMMANDS" = 1 ]; then
         echo "skipped (NO_COMMANDS): systemctl $1 $2"
     else
-        if [ "$1" = enable ] && ! systemctl is-enabled --quiet "$2" 2>/dev/null; then
+        if [ "$1" = enable ] && ! systemctl is-enabled --quiet -- "$2" 2>/dev/null; then
             mkdir -p "$BACKUP_DIR"
             printf '%s\n' "$2" >> "$BACKUP_DIR/.enabled"
         fi
         echo "+ systemctl $1 $2"
-        systemctl "$1" "$2"
+        systemctl "$1" -- "$2"
     fi
 }
 
@@ -571,6 +586,9 @@ def install_script(run: RunResult, b: Bundle) -> str:
             out += [f"    apply_nftables {q(ports)}"]
     out += ["else", '    echo "not applied to the running system (ROOT or NO_COMMANDS set)"',
             "fi"]
+    if b.provisioner:
+        out += [f'echo "{len(b.provisioner)} fix(es) are for the provisioner (the kernel '
+                f'command line of a stateless image): see README.txt"']
     return "\n".join(out) + "\n"
 
 
@@ -719,7 +737,7 @@ def _unit_tasks(b: Bundle) -> list[dict[str, Any]]:
             tasks.append({"name": _name(f"{action.capitalize()} {unit} in the image"),
                           "when": _OFFLINE, "ansible.builtin.command": {
                               "argv": ["systemctl", "--root={{ aiaudit_root }}", action,
-                                       _Unsafe(unit)]},
+                                       "--", _Unsafe(unit)]},
                           "register": "aiaudit_unit",
                           "changed_when": "'Created symlink' in aiaudit_unit.stderr"})
     return tasks
@@ -862,9 +880,12 @@ def _not_fixed(b: Bundle) -> list[str]:
         rem = f.result.remediation
         text = (rem.manual if f in b.partial else rem.summary) if rem else \
             f"no proposed fix (see `aiaudit explain {f.rule_id}`): {f.result.message}"
+        if f in b.provisioner:
+            text = f"for the provisioner (below): {text}"
         out.append(_line(f, text))
     if not hand:
         out += ["  (none)"]
+    out += _for_provisioner(b)
     out += ["", f"{RUNTIME_ONLY} ({len(b.runtime_only)}; not under ROOT= or NO_COMMANDS=1):"]
     out += [_line(f, f.result.remediation.summary) for f in b.runtime_only
             if f.result.remediation] or ["  (none)"]
@@ -872,6 +893,22 @@ def _not_fixed(b: Bundle) -> list[str]:
         out += ["", "Fixed in the configuration; to take effect, also:"]
         out += [_line(f, f.result.remediation.followup) for f in b.followup
                 if f.result.remediation]
+    return out
+
+
+def _for_provisioner(b: Bundle) -> list[str]:
+    """The README's list of the fixes only the provisioner of a stateless image can make,
+    with its commands (:attr:`~aiaudit.core.model.Remediation.provisioner`)."""
+    if not b.provisioner:
+        return []
+    out = ["", f"{PROVISIONER} ({len(b.provisioner)}; the kernel command line comes from "
+           "the provisioner that boots the image (the scan checked the one given with "
+           "--kernel-cmdline, or a running node's): nothing installed in the image changes "
+           "it):"]
+    out += [_line(f, f.result.remediation.provisioner) for f in b.provisioner
+            if f.result.remediation]
+    out += ["  Then rescan with the command line the provisioner now passes: aiaudit scan "
+            "--kernel-cmdline '...'"]
     return out
 
 
@@ -894,36 +931,126 @@ def manual_list(text: str, *, offline: bool = True) -> list[tuple[str, str]]:
     return out
 
 
+BUNDLE_ENTRIES = (FILES, PLAYBOOK, README, SCRIPT)
+"""What a bundle consists of at the top of its directory (``install.sh`` last: a reader
+who sees the script sees the rest)."""
+
+
 def write(run: RunResult, out_dir: str, *, min_severity: Severity = Severity.INFO,
           force: bool = False) -> Bundle:
     """Write the bundle for ``run`` into ``out_dir`` (created; must be empty unless
-    ``force``).  Returns what was written."""
+    ``force``).  Returns what was written.
+
+    Everything is written into a new private directory first (``mkdtemp``: nothing
+    planted can be in it; next to a new ``out_dir``, inside an existing one, so that only
+    ``out_dir`` itself need be writable), then moved in with ``rename``: a new
+    ``out_dir`` as a whole, into an existing one entry by entry (``files/``,
+    ``playbook.yml``, ``README.txt``, ``install.sh``; what was there under those names is
+    moved aside and removed, never written through, so a ``files/etc`` symlink planted in
+    a bundle directory cannot lead a write outside it; other entries, such as the backups
+    an earlier ``install.sh`` made, stay).  A write that fails (a full disk) leaves
+    ``out_dir`` as it was and removes the temporary directory.  Raises
+    :class:`UsageError`."""
     b = build(run, min_severity)
-    if os.path.lexists(out_dir):
+    exists = os.path.lexists(out_dir)
+    if exists:
         if not os.path.isdir(out_dir):
             raise UsageError(f"--output-dir {out_dir}: exists and is not a directory")
         if os.listdir(out_dir) and not force:
             raise UsageError(f"--output-dir {out_dir}: not empty (use --force to overwrite)")
+    target = os.path.realpath(out_dir)  # a link the user names is followed, once, here
     try:
-        os.makedirs(out_dir, exist_ok=True)
-        for p, content in b.files.items():
-            dest = os.path.join(out_dir, FILES, p.lstrip("/"))
-            os.makedirs(os.path.dirname(dest), exist_ok=True)
-            # the target's permissions for group and others (a private file stays private
-            # in the bundle too); its owner can always read the copy
-            _write(dest, content, b.modes.get(p, FILE_MODE) | 0o600)
-        _write(os.path.join(out_dir, SCRIPT), install_script(run, b), 0o755)
-        _write(os.path.join(out_dir, PLAYBOOK), playbook(run, b), 0o644)
-        _write(os.path.join(out_dir, README), readme(run, b), 0o644)
+        tmp = _staging_dir(target, inside=exists)
+    except OSError as exc:
+        where = "in it" if exists else "next to it"
+        raise UsageError(f"--output-dir {out_dir}: cannot create a directory {where}: "
+                         f"{exc.strerror} ({exc.filename})") from None
+    try:
+        _write_tree(run, b, tmp)
+        if exists:
+            _move_entries(tmp, target)
+        else:
+            os.rename(tmp, target)
     except OSError as exc:
         raise UsageError(f"--output-dir {out_dir}: cannot write: "
-                         f"{exc.strerror} ({exc.filename})") from None
+                         f"{exc.strerror} ({exc.filename}); nothing was changed") from None
+    finally:
+        if os.path.lexists(tmp):
+            import shutil
+
+            shutil.rmtree(tmp, ignore_errors=True)
     return b
 
 
+def _staging_dir(target: str, *, inside: bool) -> str:
+    """A new, empty directory next to ``target``, or ``inside`` it (the same filesystem
+    either way: ``rename`` moves what it holds), with the mode a new directory gets
+    (``0777`` less the umask)."""
+    import tempfile
+
+    parent, name = (target, "bundle") if inside else os.path.split(target)
+    os.makedirs(parent or ".", exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix=f".{name}.", suffix=".aiaudit-tmp", dir=parent or ".")
+    umask = os.umask(0o022)
+    os.umask(umask)
+    os.chmod(tmp, 0o777 & ~umask)
+    return tmp
+
+
+def _write_tree(run: RunResult, b: Bundle, top: str) -> None:
+    """Every file of the bundle under ``top`` (a new directory only aiaudit writes to)."""
+    for p, content in b.files.items():
+        dest = os.path.join(top, FILES, p.lstrip("/"))
+        os.makedirs(os.path.dirname(dest), exist_ok=True)
+        # the target's permissions for group and others (a private file stays private in
+        # the bundle too); its owner can always read the copy
+        _write(dest, content, b.modes.get(p, FILE_MODE) | 0o600)
+    _write(os.path.join(top, PLAYBOOK), playbook(run, b), 0o644)
+    _write(os.path.join(top, README), readme(run, b), 0o644)
+    _write(os.path.join(top, SCRIPT), install_script(run, b), 0o755)
+
+
+def _move_entries(staged: str, target: str) -> None:
+    """Move the bundle's entries from ``staged`` into the existing directory ``target``:
+    whatever ``target`` holds under an entry's name (a file, a directory, a symlink) is
+    renamed into ``staged`` first (and removed with it afterwards), then the new entry, if
+    the bundle has one, is renamed in.  On a failure what was moved is put back."""
+    aside = os.path.join(staged, ".previous")
+    os.mkdir(aside)
+    moved: list[str] = []
+    placed: list[str] = []
+    try:
+        for name in BUNDLE_ENTRIES:
+            dest = os.path.join(target, name)
+            if os.path.lexists(dest):
+                os.rename(dest, os.path.join(aside, name))
+                moved.append(name)
+            if os.path.lexists(os.path.join(staged, name)):
+                os.rename(os.path.join(staged, name), dest)
+                placed.append(name)
+    except OSError:
+        lost = False
+        for name in reversed(placed):
+            with contextlib.suppress(OSError):
+                os.rename(os.path.join(target, name), os.path.join(staged, name))
+        for name in reversed(moved):
+            try:
+                os.rename(os.path.join(aside, name), os.path.join(target, name))
+            except OSError:
+                lost = True
+        if lost:  # keep what could not be put back, and say where
+            # (inside target, as staged is: the one directory known to be writable)
+            kept = os.path.join(target, f".previous-{os.urandom(3).hex()}")
+            os.rename(aside, kept)
+            raise UsageError(f"--output-dir {target}: the bundle could not be moved in, "
+                             f"nor the previous one put back: it is kept in {kept}") from None
+        raise
+
+
 def _write(path: str, text: str, mode: int) -> None:
-    if os.path.islink(path):
-        os.unlink(path)
-    with open(path, "w", encoding="utf-8", errors="replace") as fh:
+    """A new file (``O_EXCL``: nothing there is followed) with ``text`` and ``mode``."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8", errors="replace") as fh:
         fh.write(text)
-    os.chmod(path, mode)
+        os.fchmod(fh.fileno(), mode)

@@ -36,7 +36,14 @@ from aiaudit.api import (
 )
 from aiaudit.core.errors import HostError, NotFound, PathEscape, SymlinkLoop
 from aiaudit.core.host import Host
-from aiaudit.core.ruleset.linematch import MAX_PATTERN, Pattern, PatternError, compile_pattern
+from aiaudit.core.ruleset.linematch import (
+    MAX_PATTERN,
+    Budget,
+    Pattern,
+    PatternError,
+    TooCostly,
+    compile_pattern,
+)
 from aiaudit.linux.accounts import passwd as pw
 
 _PATH = {"type": "string", "pattern": "^/[^\\x00]*$", "maxLength": 4096}
@@ -81,7 +88,12 @@ class _Facts:
     def __init__(self) -> None:
         self.good: list[str] = []
         self.bad: list[str] = []
+        self.undecided: list[str] = []
+        """Facts the budget did not let the matcher decide (an error unless another fact
+        fails)."""
         self.evidence: list[Evidence] = []
+        self.extra_bits = 0
+        """Permission bits the inode has outside ``mode_max`` (what the fix removes)."""
 
 
 def run(ctx: CheckContext) -> Iterator[Result]:
@@ -113,11 +125,11 @@ def run(ctx: CheckContext) -> Iterator[Result]:
         _inode_facts(host, p, info, facts)
     if want_in or want_out:
         try:
-            lines = host.read_text(path).splitlines()
+            text = host.read_text(path)
         except HostError as exc:
             yield Result(Status.ERROR, path, f"cannot read {path}: {exc}", expected=expected)
             return
-        _content_facts(path, lines, want_in, want_out, facts)
+        _content_facts(path, text, want_in, want_out, facts)
     yield _verdict(path, p, facts, expected)
 
 
@@ -196,6 +208,7 @@ def _inode_facts(host: Host, p: Any, info: os.stat_result, facts: _Facts) -> Non
     if p.get("mode_max"):
         limit = int(p["mode_max"], 8)
         if mode & ~limit:
+            facts.extra_bits = mode & ~limit
             facts.bad.append(f"mode {mode:04o} has bits outside {limit:04o} "
                              f"({mode & ~limit:04o})")
     users = _names(host, "/etc/passwd", pw.parse_passwd)
@@ -209,34 +222,62 @@ def _inode_facts(host: Host, p: Any, info: os.stat_result, facts: _Facts) -> Non
         facts.bad.append(f"group {group} not in {', '.join(map(str, p['group']))}")
 
 
-def _content_facts(path: str, lines: list[str], want_in: list[Pattern], want_out: list[Pattern],
+def _content_facts(path: str, text: str, want_in: list[Pattern], want_out: list[Pattern],
                    facts: _Facts) -> None:
     """Each ``contains`` pattern matches a line (its first match is evidence); no
-    ``not_contains`` pattern matches one (its first match is evidence)."""
-    for pat in want_in:
-        hit = next((n for n, ln in enumerate(lines, 1) if pat.search(ln)), None)
-        if hit is None:
+    ``not_contains`` pattern matches one (its first match is evidence).  Every character
+    of every line is searched (a line ends at a line feed), within one work budget for
+    the rule: a pattern the budget cannot decide is undecided (an error result unless
+    another fact fails: never a pass)."""
+    budget = Budget()
+    for pat, wanted in [*((x, True) for x in want_in), *((x, False) for x in want_out)]:
+        try:
+            hit = pat.first_line(text, budget)
+        except TooCostly as exc:
+            facts.undecided.append(f"whether a line matches {pat.source!r} (it needs {exc} "
+                                   f"on this file of {len(text):,} characters)")
+            continue
+        if hit is None and wanted:
             facts.bad.append(f"no line matches {pat.source!r}")
-        else:
-            facts.evidence.append(Evidence.file(path, hit, lines[hit - 1][:200]))
-    for pat in want_out:
-        for n, ln in enumerate(lines, 1):
-            if pat.search(ln):
-                facts.bad.append(f"line {n} matches {pat.source!r}")
-                facts.evidence.append(Evidence.file(path, n, ln[:200]))
-                break
+        elif hit is not None:
+            if not wanted:
+                facts.bad.append(f"line {hit[0]} matches {pat.source!r}")
+            facts.evidence.append(Evidence.file(path, hit[0], _excerpt(hit[1], pat)))
+
+
+EXCERPT = 200
+"""Characters of a matching line shown as evidence."""
+
+
+def _excerpt(line: str, pat: Pattern) -> str:
+    """The matching ``line`` as evidence: all of it when short, else its start and the
+    part around the pattern's required literal (``alice ALL=(ALL) … NOPASSWD: ALL`` for a
+    line padded with 70,000 spaces: the reader sees what matched)."""
+    if len(line) <= EXCERPT:
+        return line
+    pos = pat.required_at(line)
+    if pos < EXCERPT - 60:
+        return line[:EXCERPT]
+    return f"{line[:80].rstrip()} … {line[max(pos - 40, 80):pos + 80].lstrip()}"
 
 
 def _verdict(path: str, p: Any, facts: _Facts, expected: str) -> Result:
     """PASS when every stated fact holds, else FAIL naming those that do not."""
     evidence = tuple(facts.evidence) or (Evidence.file(path),)
     actual = ", ".join(facts.good)
-    if not facts.bad:
-        return Result(Status.PASS, path, f"{path}: {actual}", expected=expected, actual=actual,
-                      aspect=Aspect.CONFIG, evidence=evidence)
-    return Result(Status.FAIL, path, f"{path} {'; '.join(facts.bad)} ({actual})",
-                  expected=expected, actual=actual, aspect=Aspect.CONFIG, evidence=evidence,
-                  remediation=_remediation(path, p, facts.bad))
+    undecided = "; ".join(facts.undecided)
+    if facts.bad:  # a fact that fails decides, whatever the undecided ones would say
+        unknown = f"; not decided: {undecided}" if undecided else ""
+        fix = _remediation(path, p, facts.bad, facts.extra_bits)
+        return Result(Status.FAIL, path, f"{path} {'; '.join(facts.bad)} ({actual}){unknown}",
+                      expected=expected, actual=actual, aspect=Aspect.CONFIG,
+                      evidence=evidence, remediation=fix)
+    if undecided:
+        return Result(Status.ERROR, path, f"{path}: cannot decide {undecided}; simplify "
+                      "the pattern", expected=expected, actual=actual, aspect=Aspect.CONFIG,
+                      evidence=evidence)
+    return Result(Status.PASS, path, f"{path}: {actual}", expected=expected, actual=actual,
+                  aspect=Aspect.CONFIG, evidence=evidence)
 
 
 def _expected(p: dict[str, Any] | Any) -> str:
@@ -255,17 +296,45 @@ def _expected(p: dict[str, Any] | Any) -> str:
     return ", ".join(parts)
 
 
-def _remediation(path: str, p: Any, bad: list[str]) -> Remediation:
-    """chmod and chown commands for the mode and owner facts that do not hold."""
+_CLASSES = (("u", ((0o400, "r"), (0o200, "w"), (0o100, "x"), (0o4000, "s"))),
+            ("g", ((0o40, "r"), (0o20, "w"), (0o10, "x"), (0o2000, "s"))),
+            ("o", ((0o4, "r"), (0o2, "w"), (0o1, "x"), (0o1000, "t"))))
+"""chmod(1)'s symbolic classes and the bits each letter names (``o-t``: the sticky bit)."""
+
+
+def drop_bits(extra: int) -> str:
+    """The symbolic chmod mode that removes the permission bits ``extra`` and nothing
+    else (``0o022`` -> ``go-w``): a fix never grants a bit the file does not have, as an
+    octal ``chmod 0640`` would to a file at ``0402``."""
+    parts: dict[str, str] = {}
+    for who, bits in _CLASSES:
+        letters = "".join(letter for bit, letter in bits if extra & bit)
+        if letters:
+            parts[who] = letters
+    groups: dict[str, str] = {}
+    for who, letters in parts.items():  # classes that lose the same letters share a clause
+        groups[letters] = groups.get(letters, "") + who
+    return ",".join(f"{who}-{letters}" for letters, who in groups.items())
+
+
+def _remediation(path: str, p: Any, bad: list[str], extra: int) -> Remediation:
+    """chmod and chown commands for the mode and owner facts that do not hold; every
+    value one shell word (``shlex.quote``: a path ``/srv/bob's data`` or an owner name
+    with ``;`` is data, never code), ``--`` before an owner that starts with ``-``."""
+    import shlex
+
     snippets = []
-    if any(b.startswith("mode ") for b in bad):
-        snippets.append(Snippet.command(f"chmod {p['mode_max']} '{path}'",
+    if extra and any(b.startswith("mode ") for b in bad):
+        snippets.append(Snippet.command(f"chmod {drop_bits(extra)} {shlex.quote(path)}",
                                         "drop the permission bits outside the allowed mode"))
-    owner = next((o for o in p.get("owner") or () if isinstance(o, str)), None)
-    group = next((g for g in p.get("group") or () if isinstance(g, str)), None)
-    if any(b.startswith(("owner ", "group ")) for b in bad) and (owner or group):
-        spec = f"{owner or ''}{':' + group if group else ''}"
-        snippets.append(Snippet.command(f"chown {spec} '{path}'", "set the allowed owner"))
+    owner = next(iter(p.get("owner") or ()), None)
+    group = next(iter(p.get("group") or ()), None)
+    if any(b.startswith(("owner ", "group ")) for b in bad) and (owner is not None
+                                                                  or group is not None):
+        spec = f"{'' if owner is None else owner}{'' if group is None else f':{group}'}"
+        dashes = "-- " if spec.startswith("-") else ""
+        snippets.append(Snippet.command(f"chown {dashes}{shlex.quote(spec)} "
+                                        f"{shlex.quote(path)}", "set the allowed owner"))
     return Remediation(f"Make {path} hold what the rule states: {'; '.join(bad)}.",
                        tuple(snippets))
 

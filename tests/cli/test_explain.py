@@ -94,17 +94,22 @@ def test_probe_is_offline_and_stock(rs, monkeypatch) -> None:
 
 
 def test_rules_shows_expected_values_and_filters_by_tag() -> None:
+    from aiaudit.cli.options import load_ruleset
+
+    rs = load_ruleset("dl-training")  # (the counts follow the shipped ruleset as it grows)
+    n = len(rs.rules)
+    n_ssh = sum(1 for rule in rs.rules if "ssh" in {t.lower() for t in rule.info.tags})
     r = cli("rules")
     assert r.code == 0
     lines = r.out.splitlines()
-    assert lines[0] == "# dl-training 1.0: 93 of 93 rules"
+    assert lines[0] == f"# dl-training 1.0: {n} of {n} rules"
     assert lines[1].split() == ["RULE", "SEVERITY", "EXPECTED", "TITLE"]
     row = next(line for line in lines if line.startswith("SYSCTL-VM-SWAPPINESS "))
     assert "  medium    vm.swappiness <= 10 " in row
     assert any("PasswordAuthentication = no" in line for line in lines)
     ssh = cli("rules", "--tag", "SSH").out.splitlines()
-    assert ssh[0] == "# dl-training 1.0: 15 of 93 rules tagged ssh"
-    assert all(not line.startswith("SYSCTL-") for line in ssh[2:]) and len(ssh) == 17
+    assert ssh[0] == f"# dl-training 1.0: {n_ssh} of {n} rules tagged ssh" and n_ssh >= 15
+    assert all(not line.startswith("SYSCTL-") for line in ssh[2:]) and len(ssh) == n_ssh + 2
     both = cli("rules", "--tag", "ssh", "--tag", "gpu").out.splitlines()
     assert len(both) > len(ssh)
 

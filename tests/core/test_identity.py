@@ -13,6 +13,9 @@ from aiaudit.core.identity import host_info
 from tests.helpers import cli
 
 MID = "3f0c0e6a1b8d4c2e9f7a6b5c4d3e2f10"
+CONTAINER_REASON = ("no init (sbin/init, lib/systemd/systemd) and no kernel (boot/vmlinuz-*, "
+                    "lib/modules/*/vmlinuz): a container image runs under its host's kernel, "
+                    "init and boot configuration")
 
 
 def test_offline_reads_only_files(make_root) -> None:
@@ -152,7 +155,8 @@ def test_every_output_names_the_host(make_root) -> None:
                     "os": {"name": None, "id": "debian", "version": None}, "kernel": None,
                     "root": os.path.realpath(root), "mode": "offline",
                     "image_id": "gpu-node:7", "image_name": "gpu-node", "image_version": "7",
-                    "os_release_path": "/etc/os-release"}
+                    "os_release_path": "/etc/os-release", "image_kind": "container",
+                    "image_kind_reason": CONTAINER_REASON}
     text = cli("scan", "--root", str(root), "--only", "SYSCTL-VM-SWAPPINESS").out
     assert text.splitlines()[0].endswith(" · host img, image gpu-node:7")
     assert text.splitlines()[1].startswith(f"offline scan of root {os.path.realpath(root)} ")

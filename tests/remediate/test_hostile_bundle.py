@@ -178,3 +178,176 @@ def test_hostile_report_through_the_cli(tmp_path: Path) -> None:
     assert r.code == 0, r.err
     assert "\x1b" not in r.out
     _check_bundle(out, tmp_path)
+
+
+# ------------------------------------------------------------------ issue 25
+def test_a_unit_name_starting_with_a_dash_is_refused(tmp_path: Path) -> None:
+    """`systemctl enable -foo.service` reads the name as an option: refused (listed in the
+    README), and install.sh passes every unit after `--` besides."""
+    run = mixed_run()
+    base = run.findings[1]
+    snippets = (Snippet.enable("--now.service"), Snippet.mask("-.mount"),
+                Snippet.enable("-H.service"), Snippet.enable("ok-name.service"))
+    evil = replace(base, result=replace(base.result, status=Status.FAIL,
+                                        remediation=Remediation("units", snippets)))
+    b = remediate.write(replace(run, findings=(evil,)), str(tmp_path / "b"))
+    assert b.enable == ["ok-name.service"] and b.mask == []
+    assert {r.split(": ", 1)[1] for r in b.rejected} == {
+        "unsafe unit name '--now.service'", "unsafe unit name '-.mount'",
+        "unsafe unit name '-H.service'"}
+    script = (tmp_path / "b" / "install.sh").read_text()
+    assert 'systemctl "$1" -- "$2"' in script and 'systemctl --root="$ROOT" "$1" -- "$2"' \
+        in script
+    play = yaml.load((tmp_path / "b" / "playbook.yml").read_text(),
+                     Loader=remediate.playbook_loader())
+    argvs = [t["ansible.builtin.command"]["argv"] for t in play[0]["tasks"]
+             if "systemctl" in str(t.get("ansible.builtin.command", {}).get("argv", ""))]
+    assert ["systemctl", "--root={{ aiaudit_root }}", "enable", "--", "ok-name.service"] \
+        in argvs
+
+
+def _bundle_snapshot(top: Path) -> dict[str, str]:
+    return {str(p.relative_to(top)): (os.readlink(p) if p.is_symlink() else
+                                      "<dir>" if p.is_dir() else p.read_text())
+            for p in sorted(top.rglob("*"))}
+
+
+def test_force_does_not_follow_a_planted_symlink(tmp_path: Path) -> None:
+    """Someone who can write into a bundle directory plants `files/etc -> /etc`-like links;
+    `remediate --force` used to write the new files through them (here into `victim/`)."""
+    run = mixed_run()
+    out, victim = tmp_path / "bundle", tmp_path / "victim"
+    victim.mkdir()
+    (victim / "keep").write_text("victim's own\n")
+    remediate.write(run, str(out))
+    first = _bundle_snapshot(out)
+    shutil.rmtree(out / "files")
+    (out / "files").mkdir()
+    (out / "files" / "etc").symlink_to(victim)
+    (out / "README.txt").unlink()
+    (out / "README.txt").symlink_to(victim / "readme-target")
+    (out / "backup-20260101T000000Z").mkdir()  # what an earlier install.sh left: kept
+    (out / "backup-20260101T000000Z" / "x").write_text("old\n")
+    r = cli("remediate", str(_saved(tmp_path, run)), "-d", str(out), "--force")
+    assert r.code == 0, r.err
+    assert sorted(p.name for p in victim.iterdir()) == ["keep"]
+    assert (victim / "keep").read_text() == "victim's own\n"
+    after = _bundle_snapshot(out)
+    assert after.pop("backup-20260101T000000Z") == "<dir>"
+    assert after.pop("backup-20260101T000000Z/x") == "old\n"
+    assert after == first  # the same bundle as a fresh one, links replaced, not followed
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".bundle.")]
+
+
+def _saved(tmp_path: Path, run) -> Path:
+    report = tmp_path / "scan.json"
+    report.write_text(json.dumps(run_dict(run)))
+    return report
+
+
+def test_a_failed_remediate_leaves_no_half_written_bundle(tmp_path: Path, monkeypatch) -> None:
+    """A write that fails half-way (a full disk) leaves the target as it was: no new
+    directory, or the previous bundle untouched with --force; no temporary left behind."""
+    import errno
+
+    run = mixed_run()
+
+    def full(*_a, **_k):
+        raise OSError(errno.ENOSPC, "No space left on device", "README.txt")
+
+    out = tmp_path / "new"
+    monkeypatch.setattr(remediate, "readme", full)
+    r = cli("remediate", str(_saved(tmp_path, run)), "-d", str(out))
+    assert r.code == 2 and "No space left on device" in r.err and "nothing was changed" in r.err
+    assert not out.exists()
+    monkeypatch.undo()
+    old = tmp_path / "old"
+    remediate.write(run, str(old))
+    before = _bundle_snapshot(old)
+    monkeypatch.setattr(remediate, "readme", full)
+    r = cli("remediate", str(_saved(tmp_path, run)), "-d", str(old), "--force")
+    assert r.code == 2, r.err
+    assert _bundle_snapshot(old) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["old", "scan.json"]
+
+
+def test_a_failed_move_puts_the_previous_bundle_back(tmp_path: Path, monkeypatch) -> None:
+    """A rename that fails while the entries are moved in (the last one here) undoes the
+    moves made so far."""
+    run = mixed_run()
+    out = tmp_path / "b"
+    remediate.write(run, str(out))
+    before = _bundle_snapshot(out)
+    real_rename = os.rename
+    failed: list[str] = []
+
+    def rename(src, dst):
+        if str(dst).endswith(f"/b/{remediate.SCRIPT}") and not failed:
+            failed.append(dst)
+            raise OSError(5, "Input/output error", str(dst))
+        return real_rename(src, dst)
+
+    monkeypatch.setattr(os, "rename", rename)
+    try:
+        remediate.write(run, str(out), force=True)
+    except remediate.UsageError as exc:
+        assert "Input/output error" in str(exc)
+    else:
+        raise AssertionError("the failed rename was not reported")
+    monkeypatch.undo()
+    assert _bundle_snapshot(out) == before
+
+
+def test_staging_is_next_to_a_new_directory_and_inside_an_existing_one(
+        tmp_path: Path, monkeypatch) -> None:
+    """An existing --output-dir whose parent the user cannot write (a shared
+    /var/lib/bundles/<user>) still takes a --force rewrite: the staging directory is made
+    inside it; a new one is staged next to it (it is renamed into place as a whole)."""
+    import tempfile
+
+    made: list[str] = []
+    real = tempfile.mkdtemp
+
+    def mkdtemp(*a, **k):
+        made.append(real(*a, **k))
+        return made[-1]
+
+    monkeypatch.setattr(tempfile, "mkdtemp", mkdtemp)
+    run = mixed_run()
+    out = tmp_path / "b"
+    remediate.write(run, str(out))
+    remediate.write(run, str(out), force=True)
+    assert [Path(m).parent for m in made] == [tmp_path, out]
+    assert not [p for p in out.iterdir() if p.name.startswith(".")]
+
+
+def test_a_previous_bundle_that_cannot_be_put_back_is_kept_and_named(
+        tmp_path: Path, monkeypatch) -> None:
+    """When the move fails and so does putting the previous bundle back, the previous
+    entries stay inside the directory under a name the message gives, never removed."""
+    run = mixed_run()
+    out = tmp_path / "b"
+    remediate.write(run, str(out))
+    before = (out / remediate.README).read_text()
+    real_rename = os.rename
+
+    def rename(src, dst):  # the new install.sh cannot move in, the old files/ not back
+        if str(dst).endswith(f"/b/{remediate.SCRIPT}") or (
+                str(dst).endswith(f"/b/{remediate.FILES}") and ".previous" in str(src)):
+            raise OSError(5, "Input/output error", str(dst))
+        return real_rename(src, dst)
+
+    monkeypatch.setattr(os, "rename", rename)
+    try:
+        remediate.write(run, str(out), force=True)
+    except remediate.UsageError as exc:
+        message = str(exc)
+    else:
+        raise AssertionError("the failed rename was not reported")
+    monkeypatch.undo()
+    kept = re.search(r"it is kept in (\S+)$", message)
+    assert kept and Path(kept.group(1)).parent == out, message
+    assert sorted(p.name for p in Path(kept.group(1)).iterdir()) == [
+        remediate.FILES, remediate.SCRIPT]  # what could not be put back
+    assert (out / remediate.README).read_text() == before  # put back where it could be
+    assert not (out / remediate.FILES).exists()

@@ -69,8 +69,9 @@ def test_no_commands_skips_systemctl_on_a_live_host(tmp_path: Path) -> None:
     assert calls(log) == [] and "skipped (NO_COMMANDS): systemctl enable" in p.stdout
     p = sh(out, env)
     assert p.returncode == 0, p.stderr
-    assert "systemctl enable aiaudit-x.service" in calls(log)
-    assert "systemctl mask dev-sda2.swap" in calls(log)
+    # "--" before the unit: a name starting with "-" is never read as an option
+    assert "systemctl enable -- aiaudit-x.service" in calls(log)
+    assert "systemctl mask -- dev-sda2.swap" in calls(log)
 
 
 SESSION = 'ESTAB 0 0 10.0.0.5:{port} 10.0.0.9:50000 users:(("sshd",pid=1,fd=4))'

@@ -66,6 +66,15 @@ def _elements(text: str, source: str) -> list[Element]:
         p.Parse(text.encode("utf-8", errors="replace"), True)
     except expat.ExpatError as exc:
         raise ParseError(f"invalid XML: {exc}", line=exc.lineno, source=source) from None
+    except LookupError as exc:
+        # an encoding Python does not know in the XML declaration (encoding="utf-99"):
+        # expat asks Python's codecs, whose LookupError comes through; firewalld's own
+        # reader (xml.sax over expat) fails on the file the same way
+        raise ParseError(f"invalid XML: the XML declaration names an unknown encoding "
+                         f"({exc})", line=1, source=source) from None
+    except (UnicodeError, ValueError) as exc:  # a codec that cannot decode the bytes
+        raise ParseError(f"invalid XML: cannot decode it ({type(exc).__name__}: {exc})",
+                         line=p.CurrentLineNumber or 1, source=source) from None
     return out
 
 

@@ -28,7 +28,13 @@ class BootCommand:
 
 
 def boot_commands(host: Host) -> tuple[list[BootCommand], list[str]]:
-    """Exec lines of every enabled service (memoized): (commands, problems)."""
+    """Exec lines of every enabled service (memoized): (commands, problems).  None where
+    the root's init is not systemd (a sysvinit root, a container image): its unit files
+    and ``.wants`` links are read by nothing at boot."""
+    from aiaudit.linux.rootkind import units_run
+
+    if not units_run(host):
+        return [], []
     return host.memo(("boot-commands",), lambda: _boot_commands(host))
 
 

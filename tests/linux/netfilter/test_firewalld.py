@@ -76,3 +76,35 @@ def test_any_text(text: str) -> None:
             fn(f"<zone>{text}</zone>")
         except ParseError:
             pass
+
+
+@pytest.mark.parametrize(("encoding", "words"), [
+    ("utf-99", "the XML declaration names an unknown encoding (unknown encoding: utf-99)"),
+    ("rot13", "unknown encoding"), ("base64", "unknown encoding"),
+    ("utf-32", "cannot decode it"), ("idna", "cannot decode it"),
+    ("undefined", "cannot decode it")])
+def test_an_unknown_declared_encoding_is_a_parse_error(encoding: str, words: str) -> None:
+    """expat asks Python's codecs for the declared encoding; its LookupError (and a codec's
+    own error) escaped as an internal error of the check (issue 25)."""
+    text = f'<?xml version="1.0" encoding="{encoding}"?>\n<zone target="ACCEPT"/>\n'
+    for parse in (lambda: fwd.parse_zone(text, "public", "/etc/firewalld/zones/public.xml"),
+                  lambda: fwd.parse_service(text.replace("zone", "service"), "/s.xml")):
+        with pytest.raises(ParseError, match=r":1: invalid XML: ") as info:
+            parse()
+        assert words in str(info.value)
+
+
+def test_a_zone_in_an_unknown_encoding_costs_only_the_firewall_rules(make_root) -> None:
+    """End to end: the firewall checks give an error result naming the zone file and its
+    line, nothing else is affected."""
+    from aiaudit.core.model import Status
+    from tests.linux.netfilter.hosts import firewalld_root, results
+
+    root = firewalld_root(make_root, etc_zone='<?xml version="1.0" encoding="utf-99"?>\n'
+                                              '<zone target="ACCEPT"/>\n')
+    for check in ("firewall.default_deny", "firewall.allowed_ports"):
+        for r in results(check, root).values():
+            assert r.status is Status.ERROR, r
+            assert "/etc/firewalld/zones/public.xml:1: invalid XML: the XML declaration " \
+                   "names an unknown encoding" in r.message
+            assert "internal error" not in r.message
