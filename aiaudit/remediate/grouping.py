@@ -80,9 +80,11 @@ def _steps(f: Finding) -> tuple[_Step, ...]:
     for s in rem.snippets if rem is not None else ():
         if s.kind == SnippetKind.FILE:
             out.append(_Step("file", s.path, s.content, s.mode))
-        elif s.kind in (SnippetKind.ENABLE, SnippetKind.COMMAND):
+        elif s.kind in (SnippetKind.ENABLE, SnippetKind.COMMAND, SnippetKind.EDIT):
             out.append(_Step(str(s.kind), s.path, s.content))
-        else:  # mask, edit, apply: the command a person would type
+        elif s.kind == SnippetKind.APPLY:  # after every change of the fix (see _add_steps)
+            out.append(_Step("apply", s.path, s.shell()))
+        else:  # mask: the command a person would type
             out.append(_Step("command", s.path, s.shell()))
     return tuple(out)
 
@@ -117,8 +119,8 @@ def fix_groups(run: RunResult) -> list[FixGroup]:
 
 def _one_action(keys: list[_FixKey]) -> list[int]:
     """For each key, the index of the first key that is the same action (union-find): fixes
-    that write the same file, or that end in the same command (the sshd fixes each edit a
-    line and all run `sshd -t && systemctl reload ssh`)."""
+    that write or edit the same file, or that end in the same command (the sshd fixes each
+    edit a line and all run `sshd -t && systemctl reload ssh`)."""
     parent = list(range(len(keys)))
 
     def root(i: int) -> int:
@@ -127,19 +129,51 @@ def _one_action(keys: list[_FixKey]) -> list[int]:
             i = parent[i]
         return i
 
-    owner: dict[tuple[str, str | None], int] = {}
+    owner: dict[tuple[str, ...], int] = {}
     for i, k in enumerate(keys):
         if k[0] != "result":
             continue
-        for step in k[3]:
-            shared = (("file", step.path) if step.kind == "file" and step.path
-                      else (step.kind, step.content.strip()))
+        for shared in _shared(k):
             if shared in owner:
                 a, b = root(i), root(owner[shared])
                 parent[max(a, b)] = min(a, b)
             else:
                 owner[shared] = i
     return [root(i) for i in range(len(keys))]
+
+
+def _shared(key: _FixKey) -> list[tuple[str, ...]]:
+    """What makes two fixes one action: a file each writes or edits, a command each runs,
+    a setting of one file each changes (``'Key=...' in /path`` in its summary)."""
+    out: list[tuple[str, ...]] = [
+        ("file", step.path) if step.kind in ("file", "edit") and step.path
+        else (step.kind, step.content.strip()) for step in key[3]]
+    out += [("setting", path, name) for name, _v, path in _SETTING.findall(key[1])]
+    return out
+
+
+_SETTING = re.compile(r"'([A-Za-z][A-Za-z0-9]*)=([A-Za-z0-9_]+(?:,[A-Za-z0-9_]+)*)' in "
+                      r"(/[^\s,;)]*[^\s,;).])")
+"""A setting a fix's summary tells a person to make: ``'Key=A,B' in /etc/x.conf``."""
+
+
+def _one_setting(summaries: list[str]) -> list[str]:
+    """Summaries that set one key of one file to different lists (Slurm's
+    ``PropagateResourceLimitsExcept=MEMLOCK`` for memlock, ``=MEMLOCK,NOFILE`` for
+    nofile) all set it to the union of the lists: one value that does what each fix
+    asks, not two that undo each other."""
+    merged: dict[tuple[str, str], list[str]] = {}
+    for text in summaries:
+        for name, value, path in _SETTING.findall(text):
+            items = merged.setdefault((path, name), [])
+            items += [v for v in value.split(",") if v not in items]
+    out = []
+    for text in summaries:
+        def one(m: re.Match[str]) -> str:
+            value = ",".join(sorted(merged[(m.group(3), m.group(1))]))
+            return f"'{m.group(1)}={value}' in {m.group(3)}"
+        out.append(_SETTING.sub(one, text))
+    return out
 
 
 MAX_SUMMARIES = 2
@@ -159,35 +193,86 @@ def _make_group(keys: list[_FixKey], by_key: dict[_FixKey, list[Finding]]) -> Fi
     g.severity = max((f.severity for f in g.findings), key=lambda s: s.rank)
     summaries: list[str] = []
     written: dict[str, list[str]] = {}
+    later: list[str] = []  # "apply" commands: after every change the fix makes
     for k in keys:
         if k[0] == "result":
             _, summary, manual, steps = k
             summaries.append(summary)
             if manual and manual not in g.manual:
                 g.manual.append(manual)
-            _add_steps(g, steps, written)
+            _add_steps(g, steps, written, later)
         elif k[0] == "rule":
             summaries.append(k[1].strip())
         else:
             summaries.append(f"No fix is given: see `aiaudit explain {k[1]}`.")
-    g.files = {p: "".join(b if b.endswith("\n") else b + "\n" for b in blocks)
-               .rstrip("\n").split("\n") for p, blocks in written.items()}
-    g.commands = _sysctl_load(g.files, g.commands)
+    g.files = {p: _merged_lines(blocks) for p, blocks in written.items()}
+    g.commands = _sysctl_load(g.files, [*_edit_commands(keys), *g.commands,
+                                        *(c for c in later if c not in g.commands)])
     # a fix that writes exactly the files the first one writes (the boot and the running
     # variant of one firewall fix) is that fix: its summary would say the same again
     head_files = _written(keys[0])
     summaries = [x for k, x in zip(keys, summaries, strict=True)
                  if k is keys[0] or not head_files or _written(k) != head_files]
-    _summarise(g, list(dict.fromkeys(summaries)))
+    _summarise(g, list(dict.fromkeys(_one_setting(summaries))))
     return g
 
 
-def _add_steps(g: FixGroup, steps: tuple[_Step, ...], written: dict[str, list[str]]) -> None:
+def _edit_commands(keys: list[_FixKey]) -> list[str]:
+    """The in-place edits of the fixes ``keys`` as commands a person pastes: the edit
+    function (:mod:`aiaudit.remediate.paste`) once, then one call per edit, each once."""
+    ops = list(dict.fromkeys((s.path, s.content) for k in keys if k[0] == "result"
+                             for s in k[3] if s.kind == "edit" and s.path))
+    if not ops:
+        return []
+    from aiaudit.remediate import paste
+
+    return [paste.function([op for _p, op in ops]), *(paste.call(p, op) for p, op in ops)]
+
+
+_SECTION = re.compile(r"\[[^\]\n]+\]")
+_BRACES = re.compile(r"[\s{}()\[\];]*")
+
+
+def _merged_lines(blocks: list[str]) -> list[str]:
+    """The lines of one file several fixes write: each line once (a second
+    ``alice hard memlock unlimited`` adds nothing), blank lines and lines of braces alone
+    kept (they shape the text); in an INI-style file (systemd units, ``[Service]``) each
+    section once, the lines of every block under its own section."""
+    sections: dict[str, list[str]] = {"": []}
+    for block in blocks:
+        current = ""
+        for line in block.rstrip("\n").split("\n"):
+            if _SECTION.fullmatch(line.strip()):
+                current = line.strip()
+                sections.setdefault(current, [])
+                continue
+            body = sections[current]
+            if line not in body or _BRACES.fullmatch(line):
+                body.append(line)
+    out = list(sections.pop(""))
+    for name, body in sections.items():
+        if out and out[-1] != "":
+            out.append("")
+        out += [name, *(ln for ln in body if ln or body.index(ln) < len(body) - 1)]
+    while out and out[-1] == "":
+        out.pop()
+    return out
+
+
+def _add_steps(g: FixGroup, steps: tuple[_Step, ...], written: dict[str, list[str]],
+               later: list[str]) -> None:
     """Add a fix's steps to ``g``: file contents (each block once) into ``written``, with
-    the file's mode, units to enable and commands (each once, in order)."""
+    the file's mode, units to enable and commands (each once, in order; those that make
+    a running service take the change into ``later``; edits are made by
+    :func:`_edit_commands`)."""
     for step in steps:
         content = step.content
-        if step.kind == "file" and step.path:
+        if step.kind == "edit":
+            continue
+        if step.kind == "apply":
+            if content.rstrip("\n") not in later:
+                later.append(content.rstrip("\n"))
+        elif step.kind == "file" and step.path:
             blocks = written.setdefault(step.path, [])
             if content not in blocks:
                 blocks.append(content)
@@ -206,7 +291,8 @@ def _summarise(g: FixGroup, summaries: list[str]) -> None:
         g.summary, g.also = summaries[0], summaries[1:]
     elif not g.files:
         # the summaries are the fix (edit this line...): one headline, the rest are steps
-        g.summary = f"{summaries[0]} (and {len(summaries) - 1} more changes, listed with it)"
+        shown = "its commands make them" if g.commands or g.enable else "listed with it"
+        g.summary = f"{summaries[0]} (and {len(summaries) - 1} more changes, {shown})"
         g.steps = summaries[1:]
     else:
         # what the drop-ins say is the fix; the per-setting summaries would repeat them
@@ -244,9 +330,26 @@ def _sysctl_load(files: dict[str, list[str]], commands: list[str]) -> list[str]:
     return out
 
 
+DIAGNOSIS = "# diagnosis:"
+"""The comment that ends a command which only shows something (``ss -tlpn ...``)."""
+
+
+def is_diagnosis(command: str) -> bool:
+    """True for a command that changes nothing: it ends in a :data:`DIAGNOSIS` comment."""
+    return DIAGNOSIS in command.rsplit("\n", 1)[-1]
+
+
+def changes_nothing(g: FixGroup) -> bool:
+    """True when every command of ``g`` is a diagnosis and it writes, edits and enables
+    nothing: its shell is to look with, not to paste as the fix."""
+    return bool(g.commands) and not (g.files or g.enable) and all(
+        is_diagnosis(c) for c in g.commands)
+
+
 def heredoc(path: str, lines: list[str], mode: int = DEFAULT_FILE_MODE) -> str:
-    """A shell command writing ``lines`` to ``path``: a quoted here-document, so nothing in
-    the content is expanded, with a delimiter no content line equals; then a ``chmod`` when
+    """A shell command writing ``lines`` to ``path`` (its directory made first): a quoted
+    here-document, so nothing in the content is expanded, with a delimiter no content line
+    equals; then a ``chmod`` when
     the file's ``mode`` is not the default (for a person to paste: the bundle installs the
     file itself)."""
     import shlex
@@ -254,7 +357,11 @@ def heredoc(path: str, lines: list[str], mode: int = DEFAULT_FILE_MODE) -> str:
     delim = "EOF"
     while delim in lines:
         delim += "_"
-    out = [f"cat > {shlex.quote(path)} <<'{delim}'", *lines, delim]
+    # the directory may not exist yet (/etc/default/grub.d is made by the first package
+    # that drops a file there)
+    folder = path.rsplit("/", 1)[0] or "/"
+    mkdir = f"mkdir -p {shlex.quote(folder)} && " if folder not in ("/", "/etc") else ""
+    out = [f"{mkdir}cat > {shlex.quote(path)} <<'{delim}'", *lines, delim]
     if mode != DEFAULT_FILE_MODE:
         out.append(f"chmod {mode:04o} {shlex.quote(path)}")
     return "\n".join(out)

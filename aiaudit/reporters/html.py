@@ -28,7 +28,7 @@ from typing import Any, Mapping
 from aiaudit.api import ReporterSpec, RunResult, hookimpl
 from aiaudit.core.escape import html_safe
 from aiaudit.core.model import DEFAULT_FILE_MODE, Finding, Severity, Status, sorted_findings
-from aiaudit.remediate.grouping import FixGroup, fix_groups, heredoc
+from aiaudit.remediate.grouping import FixGroup, changes_nothing, fix_groups, heredoc
 from aiaudit.reporters._common import (
     evidence_text,
     no_user_skips,
@@ -155,11 +155,20 @@ def _badge(s: Status) -> str:
     return f'<span class="badge s-{s.value}">{STATUS_LABEL[s]}</span>'
 
 
+KIND_LABEL = {"bootable": "bootable host", "stateless": "stateless image",
+              "container": "container image"}
+"""How the header names :attr:`~aiaudit.core.model.HostInfo.image_kind`."""
+
+
 def _header(run: RunResult, out: list[str]) -> None:
     h = run.host
     out.append(f"<header><h1>aiaudit report: {_e(h.hostname)}</h1>")
     rows = [
-        ("host", h.hostname), ("image", h.image_id), ("os", h.os_name), ("kernel", h.kernel),
+        ("host", h.hostname), ("image", h.image_id),
+        ("kind", f"{KIND_LABEL.get(h.image_kind, h.image_kind)}" + (
+            f" ({h.image_kind_reason})" if h.image_kind_reason else "")
+         if h.image_kind else None),
+        ("os", h.os_name), ("kernel", h.kernel),
         ("machine id", h.machine_id), ("product uuid", h.product_uuid),
         ("scan", f"{h.mode}, root {h.root}" + ("" if h.root == "/" else
                                                " (paths are as on the scanned system)")),
@@ -227,9 +236,12 @@ def _fix_first(groups: list[FixGroup], ids: dict[int, str], out: list[str]) -> N
         out.append(f'<li id="fix-{n}">{_sev(g.severity)} <b>{len(g.findings)}</b> &times; '
                    f"{_e(' '.join([g.summary, *g.also]))}"
                    f'<div class="ids">fixes {", ".join(links)}</div>')
-        body = [f"<div>Also: {_e(step)}</div>" for step in g.steps]
-        body += [f"<div><b>By hand:</b> {_e(m)}</div>" for m in g.manual]
         shell = _fix_shell(g)
+        # a merged fix's further changes, unless its commands make them (said once)
+        body = [f"<div>Also: {_e(step)}</div>" for step in g.steps if not shell]
+        body += [f"<div><b>By hand:</b> {_e(m)}</div>" for m in g.manual]
+        if shell and changes_nothing(g):
+            body.append("<div><b>To look first</b> (a diagnosis: it changes nothing):</div>")
         if shell:
             body.append(f"<pre>{_eb(shell)}</pre>")
         if body:

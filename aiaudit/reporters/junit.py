@@ -44,8 +44,10 @@ def _body(f: Finding) -> str:
     lines = [r.message]
     if r.aspect:
         lines.append(f"aspect: {r.aspect.value}")
-    if r.expected is not None or r.actual is not None:
+    # a value the check could not determine is left out, never printed as "None"
+    if r.expected is not None:
         lines.append(f"expected: {r.expected}")
+    if r.actual is not None:
         lines.append(f"actual: {r.actual}")
     for e in r.evidence:
         val = f" = {e.value}" if e.value is not None else ""

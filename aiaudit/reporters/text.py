@@ -31,7 +31,8 @@ from aiaudit.api import ReporterSpec, RunResult, hookimpl
 from aiaudit.core.escape import human_safe
 from aiaudit.core.model import DEFAULT_FILE_MODE, Finding, Severity, Status, sorted_findings
 from aiaudit.core.startup.records import record
-from aiaudit.remediate.grouping import FixGroup, fix_groups, heredoc
+from aiaudit.remediate.grouping import FixGroup, changes_nothing, fix_groups, heredoc
+from aiaudit.reporters import fold
 from aiaudit.reporters._common import (
     evidence_text,
     no_user_skips,
@@ -127,6 +128,55 @@ def _result_lines(f: Finding, indent: int) -> list[Line]:
     return out
 
 
+def _entry_lines(e: fold.Entry, indent: int, seen: dict[str, str],
+                 head: Line | None = None) -> list[Line]:
+    """One folded entry (see :mod:`aiaudit.reporters.fold`): the subjects and message (after
+    ``head``'s status, severity and rule id, for a rule with one entry), then only the
+    facts the message does not say and evidence not printed before."""
+    f = e.findings[0]
+    r = f.result
+    aspect = f" [{r.aspect.value}]" if r.aspect else ""
+    lead = [*head.segments[:-1]] if head is not None else []  # without the title
+    where = f"{f.rule_id} {e.subject}"
+    out = [Line([*lead, (_s(e.subject), "cyan"), (aspect, "magenta"),
+                 (_change_tag(f), "bold yellow"), (": ", ""),
+                 (_s(fold.said_before(e.message, seen, where)), "")],
+                head.indent if head is not None else indent)]
+    got = fold.facts(r, e.message, seen, where)
+    facts: list[Segment] = []
+    if got.expected is not None:
+        facts += [("expected ", "dim"), (_s(got.expected), "")]
+    if got.actual is not None:
+        facts += [(", " if facts else "", ""), ("actual ", "dim"), (_s(got.actual), "bold")]
+    shown = [_s(t) for t in got.evidence]
+    if got.missing:
+        shown.append("absent: " + _s(", ".join(got.missing)) + " (-v: where it looked)")
+    shown += [f"as for {_s(w)} above" for w in got.same_as]
+    if shown:
+        facts += [("; " if facts else "", ""), ("evidence: ", "dim"), ("; ".join(shown), "")]
+    if facts:
+        out.append(Line(facts, indent + 2))
+    if f.waiver is not None:
+        w = f.waiver
+        out.append(Line([("waived: ", "yellow"), (_s(f"{w.reason} (owner {w.owner}, "
+                                                     f"expires {w.expires})"), "")],
+                        indent + 2))
+    return out
+
+
+def _results(findings: list[Finding], indent: int, seen: dict[str, str] | None) -> list[Line]:
+    """The results of one rule under its rule line (status, severity, id, title): each in
+    full (``seen`` None, ``-v``), or folded and trimmed; a rule whose results fold into one
+    entry is one line, its title left to ``-v``, JSON and ``aiaudit explain``."""
+    head = _rule_line(findings[0], indent - 2)
+    if seen is None:
+        return [head, *(ln for f in findings for ln in _result_lines(f, indent))]
+    folded = fold.entries(findings)
+    if len(folded) == 1:
+        return _entry_lines(folded[0], indent, seen, head)
+    return [head, *(ln for e in folded for ln in _entry_lines(e, indent, seen))]
+
+
 def _by_rule(findings: list[Finding]) -> list[list[Finding]]:
     groups: dict[str, list[Finding]] = {}
     for f in findings:
@@ -134,31 +184,43 @@ def _by_rule(findings: list[Finding]) -> list[list[Finding]]:
     return list(groups.values())
 
 
-def _fix_block(n: int, g: FixGroup) -> list[Line]:
+def _fix_block(n: int, g: FixGroup, seen: dict[str, str] | None = None) -> list[Line]:
     out = [Line([]), Line([
         (f"Fix {n}", "bold green"), (" · ", "dim"),
         (g.severity.value, SEVERITY_STYLE[g.severity]), (" · ", "dim"),
         (plural(len(g.findings), "result"), ""),
         (" (described under Fix first, at the end)", "dim")])]
     for rule_findings in _by_rule(g.findings):
-        out.append(_rule_line(rule_findings[0], 2))
-        for f in rule_findings:
-            out += _result_lines(f, 4)
-    for step in g.steps:
+        out += _results(rule_findings, 4, seen)
+    # the further changes of a merged fix, unless its commands below make them (each
+    # says what it changes): the same fix is not described twice
+    for step in g.steps if not (g.files or g.commands or g.enable) else ():
         out.append(Line([("Also: ", "bold green"), (_s(step), "")], 2))
     for m in g.manual:
         out.append(Line([("By hand: ", "bold yellow"), (_s(m), "")], 2))
+    # the kernel command line of a stateless image: only its provisioner changes it
+    for p in dict.fromkeys(f.result.remediation.provisioner for f in g.findings
+                           if f.result.remediation and f.result.remediation.provisioner):
+        out.append(Line([("For the provisioner: ", "bold yellow"), (_s(p), "")], 2))
     shell: list[str] = []
     for path, lines in g.files.items():
         shell.append(heredoc(path, lines, g.modes.get(path, DEFAULT_FILE_MODE)))
     shell += g.commands
     shell += [f"systemctl enable {u}" for u in g.enable]
-    if shell:
+    if shell and changes_nothing(g):  # ss -tlpn ...: to look first, not the fix
+        out.append(Line([(f"Fix {n}, to look first (a diagnosis: it changes nothing):",
+                          "yellow")], 2))
+    elif shell:
         out.append(Line([(f"Fix {n}, as root (paste as is):", "green")], 2))
         for block in shell:
             for cl in human_safe(block, newlines=True).split("\n"):
                 out.append(Line([(cl, "")], 0, wrap=False))
     return out
+
+
+KIND_LABEL = {"bootable": "bootable host", "stateless": "stateless image",
+              "container": "container image"}
+"""How the header names :attr:`~aiaudit.core.model.HostInfo.image_kind`."""
 
 
 def _header(run: RunResult) -> list[Line]:
@@ -181,6 +243,10 @@ def _header(run: RunResult) -> list[Line]:
     if run.ruleset_source and not run.ruleset_source.startswith("aiaudit.rulesets/"):
         facts += [("; ruleset from ", "dim"), (_s(run.ruleset_source), "bold")]
     out.append(Line(facts))
+    if h.image_kind:
+        why = f" ({_s(h.image_kind_reason)})" if h.image_kind_reason else ""
+        out.append(Line([("Kind: ", "dim"), (_s(KIND_LABEL.get(h.image_kind, h.image_kind)),
+                                              "bold"), (why, "dim")]))
     no_user = no_user_skips(run)
     if no_user:
         ids = ", ".join(dict.fromkeys(_s(f.rule_id) for f in no_user))
@@ -190,6 +256,11 @@ def _header(run: RunResult) -> list[Line]:
             "--user NAME (or run under sudo or a Slurm job, or set settings.user in the "
             "ruleset).", "yellow")]))
     return out
+
+
+MAX_ALONE = 3
+"""Rules skipped for a reason of their own listed each with its reason; more are named on
+one line (their reasons with ``-v``)."""
 
 
 def _skipped(skips: list[Finding], verbose: bool) -> list[Line]:
@@ -204,16 +275,25 @@ def _skipped(skips: list[Finding], verbose: bool) -> list[Line]:
     for f in skips:
         if id(f) not in no_user:
             reasons.setdefault(f.result.message, []).append(f)
-    if no_user:
+    if no_user and verbose:  # else the note at the top says it
         out.append(Line([("no training user is known (see the note at the top)", ""),
                          (f": {plural(len(no_user), 'rule')}", "bold")], 2))
+    # a reason shared by several rules on a line of its own (their ids with -v); the rules
+    # with a reason of their own named on one line (their reasons with -v)
+    alone: list[tuple[str, str]] = []
     for reason, items in sorted(reasons.items(), key=lambda kv: (-len(kv[1]), kv[0])):
         ids = list(dict.fromkeys(f.rule_id for f in items))
-        if len(ids) == 1:  # one rule: its id on the reason's line
-            out.append(Line([(_s(reason), ""), (": ", "bold"), (_s(ids[0]), "dim")], 2))
+        if len(ids) == 1:
+            alone.append((reason, ids[0]))
             continue
         out.append(Line([(_s(reason), ""), (f": {plural(len(ids), 'rule')}", "bold")], 2))
-        out.append(Line([(", ".join(_s(i) for i in ids), "dim")], 4))
+    if len(alone) <= MAX_ALONE:  # a few: each with its reason
+        out += [Line([(_s(reason), ""), (": ", "bold"), (_s(rid), "dim")], 2)
+                for reason, rid in alone]
+    else:
+        out.append(Line([(f"{plural(len(alone), 'rule')}, each for a reason of its own (-v "
+                          "says which): ", ""), (", ".join(_s(i) for _r, i in alone), "dim")],
+                        2, hang=2))
     return out
 
 
@@ -235,9 +315,12 @@ def _fix_first(groups: list[FixGroup], nfail: int) -> list[Line]:
         for rid in g.rule_ids:
             k = len(g.subjects(rid))
             ids.append(_s(rid) + (f" ({k} results)" if k > 1 else ""))
+        one = f" ({_s(g.rule_ids[0])})" if len(ids) == 1 else ""  # one rule: on this line
         out.append(Line([(f"{n}. ", "bold"), (g.severity.value, SEVERITY_STYLE[g.severity]),
-                         (f", {plural(len(g.findings), 'result')}: ", ""),
+                         (f", {plural(len(g.findings), 'result')}{one}: ", ""),
                          (_s(" ".join([g.summary, *g.also])), "")], 2, hang=3))
+        if one:
+            continue
         shown = ", ".join(ids[:MAX_IDS]) + (
             f", and {len(ids) - MAX_IDS} more rules (listed under Fix {n})"
             if len(ids) > MAX_IDS else "")
@@ -303,14 +386,16 @@ def build(run: RunResult, verbose: bool = False) -> list[Line]:
     # with --changes-since every result shown is a change: list them all, fixed ones too
     verbose = verbose or run.scan_counts is not None
     groups = fix_groups(run)
+    # evidence printed so far -> where; None with -v: every result in full
+    seen: dict[str, str] | None = None if verbose else {}
     nfail = sum(1 for f in findings if f.status is Status.FAIL)
     if nfail:
         out += [Line([]), Line([(f"Failures ({nfail}), by the fix that addresses them",
                                  "bold underline")])]
         for n, g in enumerate(groups, 1):
-            out += _fix_block(n, g)
+            out += _fix_block(n, g, seen)
     for status, title in ((Status.ERROR, "Could not evaluate"), (Status.WAIVED, "Waived")):
-        out += _section(title, [f for f in findings if f.status is status])
+        out += _section(title, [f for f in findings if f.status is status], seen)
     skips = [f for f in findings if f.status is Status.SKIP]
     if skips:
         out += _skipped(sorted(skips, key=lambda f: -f.severity.rank), verbose)
@@ -325,16 +410,15 @@ def build(run: RunResult, verbose: bool = False) -> list[Line]:
     return out
 
 
-def _section(title: str, items: list[Finding]) -> list[Line]:
+def _section(title: str, items: list[Finding],
+             seen: dict[str, str] | None = None) -> list[Line]:
     """The results that could not be evaluated (or were waived), worst first, by rule."""
     if not items:
         return []
     items.sort(key=lambda f: -f.severity.rank)
     out = [Line([]), Line([(f"{title} ({len(items)})", "bold underline")])]
     for rule_findings in _by_rule(items):
-        out.append(_rule_line(rule_findings[0], 0))
-        for f in rule_findings:
-            out += _result_lines(f, 4)
+        out += _results(rule_findings, 4, seen)
     return out
 
 
@@ -353,11 +437,30 @@ def _passed(passed: list[Finding], verbose: bool) -> list[Line]:
     return out
 
 
+MAX_PLAIN = 300
+"""Longest prose line of the plain report (pipes, files): a longer one is wrapped at
+:data:`WRAP_PLAIN` columns at word boundaries; shell lines are never wrapped."""
+WRAP_PLAIN = 280
+
+
+def _plain_lines(line: Line) -> str:
+    """``line`` as plain text, wrapped with a hanging indent when longer than
+    :data:`MAX_PLAIN` (a list of 40 rule ids, a message quoting 85 package updates)."""
+    text = line.plain()
+    if len(text) <= MAX_PLAIN or not line.wrap:
+        return text + "\n"
+    import textwrap
+
+    return "".join(ln + "\n" for ln in textwrap.wrap(
+        text, WRAP_PLAIN, subsequent_indent=" " * (line.indent + line.hang + 2),
+        break_long_words=False, break_on_hyphens=False))
+
+
 def render(run: RunResult, options: Mapping[str, Any]) -> str:
     """Render the report; through rich, coloured and wrapped, when ``options['color']``."""
     lines = build(run, bool(options.get("verbose")))
     if not options.get("color"):
-        return "".join(line.plain() + "\n" for line in lines)
+        return "".join(_plain_lines(line) for line in lines)
     import io
 
     from rich.console import Console

@@ -15,7 +15,7 @@ Slurm FAQ "Why are my resource limits not propagated?" / memlock.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from aiaudit.api import (
     Aspect,
@@ -31,11 +31,15 @@ from aiaudit.api import (
 from aiaudit.core.errors import HostError, ParseError
 from aiaudit.core.host import Host
 from aiaudit.core.startup.records import record
-from aiaudit.linux.accounts.users import accounts
+from aiaudit.linux.accounts.users import lookup_accounts, unknown_user
 from aiaudit.linux.pam_limits import conf as lp
 from aiaudit.linux.pam_limits.start import ITEM_KEYS, SYSTEMD_DEFAULTS, Start, daemon_limits
 from aiaudit.linux.slurm import conf as sp
 from aiaudit.linux.slurm.slurmd import installed, running_conf_choice, slurm_conf
+from aiaudit.linux.systemd.units import load_unit
+
+if TYPE_CHECKING:
+    from aiaudit.linux.pam_limits.session import Effective
 
 UNIT = "slurmd.service"
 UNIT_DROPIN = "/etc/systemd/system/slurmd.service.d/zz-aiaudit-limits.conf"
@@ -133,25 +137,46 @@ def item_result(ctx: CheckContext, item: str, n: int, prop: Propagation, daemon:
     if soft >= want and hard >= want:
         return Result(Status.PASS, f"slurm job {item}", msg, expected=exp, actual=actual,
                       aspect=Aspect.CONFIG, evidence=tuple(ev), data=data)
+    lost = daemon.overridden.get(item, ())
+    if lost:
+        from aiaudit.linux.systemd import shadowed
+
+        ev += shadowed.evidence(lost)
+        data["overridden"] = shadowed.data(lost)
     return Result(Status.FAIL, f"slurm job {item}", f"{msg}; expected {exp}", expected=exp,
                   actual=actual, aspect=Aspect.CONFIG, evidence=tuple(ev), data=data,
                   remediation=_fix(item, want_txt, hard < want, propagated, prop.path,
-                                   prop.names))
+                                   prop.names, _dropin(ctx.host, daemon)))
+
+
+def _dropin(host: Host, daemon: Start) -> str:
+    """The slurmd drop-in a fix writes: read after every drop-in slurmd has (by file
+    name across /etc, /run, /usr/lib: the last ``Limit*=`` wins)."""
+    from aiaudit.linux.systemd import shadowed
+
+    dropins = daemon.dropins
+    if daemon.unit is None:
+        try:
+            dropins = load_unit(host, UNIT).dropins
+        except (HostError, ParseError):
+            dropins = ()
+    return shadowed.winning_dropin(UNIT, dropins, UNIT_DROPIN.rsplit("/", 1)[-1])
 
 
 def _fix(item: str, want_txt: str, raise_hard: bool, propagated: bool, conf: str | None,
-         names: set[str]) -> Remediation:
+         names: set[str], dropin: str = UNIT_DROPIN) -> Remediation:
     key = ITEM_KEYS[item]
     systemd_val = "infinity" if want_txt == "unlimited" else (
         f"{want_txt}K" if item in lp.KIB_ITEMS else want_txt)
     snippets = []
     steps = []
     if raise_hard or not propagated:
-        snippets.append(Snippet.file(UNIT_DROPIN, f"[Service]\nLimit{key}={systemd_val}\n",
+        snippets.append(Snippet.file(dropin, f"[Service]\nLimit{key}={systemd_val}\n",
                                      f"slurmd starts with {item} {want_txt}"))
         snippets.append(Snippet.command("systemctl daemon-reload && systemctl restart slurmd",
                                         "restart slurmd with the new limit"))
-        steps.append(f"raise slurmd's Limit{key} in {UNIT_DROPIN}")
+        steps.append(f"raise slurmd's Limit{key} in {dropin} (read after every other "
+                     "slurmd drop-in: the last assignment wins)")
     if propagated:
         keep = sorted(({"MEMLOCK"} | ({key} if key != "MEMLOCK" else set())) |
                       (set(sp.RLIMIT_NAMES) - names))
@@ -165,29 +190,40 @@ def _fix(item: str, want_txt: str, raise_hard: bool, propagated: bool, conf: str
 
 def submit_shell(ctx: CheckContext) -> Shell:
     """Estimate of the submitting shell's soft limit: the training user's SSH session on
-    this host (login nodes are usually configured alike), else systemd's default."""
-    host = ctx.host
-    eff = None
-    if ctx.user:
-        from aiaudit.linux.pam_limits.session import effective  # only with a training user
-
-        try:
-            acc = accounts(host)
-            user = acc.db.user(ctx.user)
-            if user is not None:
-                eff = effective(host, acc, user, "sshd")
-        except (HostError, ParseError):
-            eff = None
+    this host (login nodes are usually configured alike; the user resolved as pam_limits
+    does, through NSS live: a directory user of sssd/LDAP too), else systemd's default,
+    saying why."""
+    eff, why = _ssh_session(ctx)
 
     def get(item: str) -> tuple[int, Evidence, str]:
-        if eff is not None and eff.status == "ok":
+        if eff is not None:
             ev = eff.deciders[item][0] if eff.deciders else Evidence.default("ssh session")
             return eff.values[item][0], ev, f"{ctx.user}'s SSH session on this host"
         v = SYSTEMD_DEFAULTS[item][0]
-        return v, Evidence.default(f"login shell soft {item} (systemd default; no training "
-                                   "user given)", lp.fmt(v, item)), "systemd's default"
+        return v, Evidence.default(f"login shell soft {item} (systemd default; {why})",
+                                   lp.fmt(v, item)), "systemd's default"
 
     return get
+
+
+def _ssh_session(ctx: CheckContext) -> tuple[Effective | None, str]:
+    """The training user's SSH session limits, or why there are none to use."""
+    if not ctx.user:
+        return None, "no training user given"
+    from aiaudit.linux.pam_limits.session import effective  # only with a training user
+
+    host = ctx.host
+    try:
+        acc = lookup_accounts(host)
+        user = acc.db.user(ctx.user)
+        if user is None:
+            return None, unknown_user(host, acc, ctx.user).message
+        eff = effective(host, acc, user, "sshd")
+    except (HostError, ParseError) as exc:
+        return None, f"the SSH session of {ctx.user} cannot be evaluated: {exc}"
+    if eff.status != "ok":
+        return None, f"the SSH session of {ctx.user}: {eff.message}"
+    return eff, ""
 
 
 @hookimpl

@@ -33,7 +33,7 @@ from aiaudit.reporters import json as json_reporter
 from aiaudit.reporters import junit, prometheus, sarif
 from aiaudit.reporters.sarif import deciding_evidence
 from tests.helpers import ROOTS, cli
-from tests.modes_support import REPO, need, need_program
+from tests.modes_support import need, need_program
 from tests.reporters.scans import scan_root
 
 CASES = {
@@ -63,9 +63,10 @@ def runs():
 
 # --------------------------------------------------------------------- SARIF multitool
 def multitool() -> str:
-    """The multitool binary that ``.ci/run`` installs under ``.venv/npm``."""
+    """The multitool binary that ``.ci/run`` installs under ``npm`` in its venv (found from
+    the running interpreter's ``sys.prefix``, never a hard-coded ``.venv``)."""
     path = Path(os.environ.get("AIAUDIT_SARIF_MULTITOOL")
-                or REPO / ".venv" / "npm" / "node_modules" / MULTITOOL_PACKAGE)
+                or Path(sys.prefix) / "npm" / "node_modules" / MULTITOOL_PACKAGE)
     need(path.is_file(), f"the SARIF multitool ({path}; npm @microsoft/sarif-multitool)")
     assert os.access(path, os.X_OK), f"{path} is not executable"
     return str(path)

@@ -61,6 +61,11 @@ class Owners:
     """False when the search stopped at its bound."""
     more: dict[int, int] = field(default_factory=dict)
     """Inode -> how many more processes hold it than :data:`MAX_OWNERS` listed."""
+    blind: tuple[Owner, ...] = ()
+    """Processes whose fd directory was listed but whose links could not be read (even
+    root is refused ``readlink`` on another user namespace's processes, e.g. a container
+    runtime's init): any of them may hold a socket without an owner (at most
+    :data:`MAX_OWNERS`)."""
 
 
 @record(frozen=False)
@@ -74,6 +79,8 @@ class _Walk:
     found: dict[int, set[int]] = field(default_factory=dict)
     unreadable: int = 0
     links: int = 0
+    blind: list[int] = field(default_factory=list)
+    """Pids none of whose fd links could be read."""
 
 
 def find_owners(host: Host, inodes: set[int]) -> Owners:
@@ -93,7 +100,8 @@ def find_owners(host: Host, inodes: set[int]) -> Owners:
         if len(pids) > MAX_OWNERS:
             more[inode] = len(pids) - MAX_OWNERS
         owners[inode] = tuple(_owner(host, pid) for pid in pids[:MAX_OWNERS])
-    return Owners(owners, walk.unreadable, complete, more)
+    blind = tuple(_owner(host, pid) for pid in walk.blind[:MAX_OWNERS])
+    return Owners(owners, walk.unreadable, complete, more, blind)
 
 
 def _walk(host: Host, walk: _Walk) -> bool:
@@ -115,12 +123,18 @@ def _walk(host: Host, walk: _Walk) -> bool:
         except HostError:
             walk.unreadable += 1
             continue
+        refused = 0
         for fd in fds:
             walk.links += 1
             target = host.readlink(f"/proc/{pid}/fd/{fd}")
+            refused += target is None
             if target in walk.want:
                 walk.found.setdefault(walk.want[target], set()).add(int(pid))
                 walk.pending.discard(walk.want[target])
+        # every entry of fd/ is a link: none readable means readlink was refused (one
+        # that fails alone is an fd closed meanwhile, such as the one listing fd/)
+        if fds and refused == len(fds):
+            walk.blind.append(int(pid))
     return True
 
 
@@ -149,5 +163,12 @@ def owner_text(s: procnet.Socket, owners: Owners) -> str:
         return "owner unknown (other users' processes are not readable; run as root)"
     if not owners.complete:
         return "owner unknown (search bound reached)"
+    if owners.blind:
+        who = ", ".join(o.show() for o in owners.blind[:3])
+        more = len(owners.blind) - 3
+        who += f" and {more} more" if more > 0 else ""
+        return (f"owner unknown: the open files of {who} could not be read "
+                "(readlink of /proc/PID/fd/* refused, even to root); the socket may be one "
+                "of theirs")
     return "owner unknown (no process visible to the scanner holds it: another PID " \
         "namespace, or a kernel socket)"

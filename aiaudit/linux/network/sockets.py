@@ -98,5 +98,8 @@ def tables_evidence() -> tuple[Evidence, ...]:
 
 
 def ss_command(s: procnet.Socket) -> str:
-    """The ``ss`` command that shows the socket and its process."""
-    return f"ss -{'t' if s.proto == 'tcp' else 'u'}lpn 'sport = :{s.port}'"
+    """The ``ss`` command that shows the socket and its process: a diagnosis, and it says
+    so (a trailing ``# diagnosis:`` comment, which reports label as such, see
+    :func:`aiaudit.remediate.grouping.is_diagnosis`)."""
+    return (f"ss -{'t' if s.proto == 'tcp' else 'u'}lpn 'sport = :{s.port}'  "
+            "# diagnosis: which process holds the port (changes nothing)")

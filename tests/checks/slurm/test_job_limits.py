@@ -138,3 +138,19 @@ def test_live_reads_the_running_slurmds_conf(make_root, cmdline, environ) -> Non
     r = _nofile(root, live=True)
     assert r.data["slurm_conf"] == "/opt/slurm/etc/slurm.conf", r.data
     assert "running slurmd" in r.data["slurm_conf_reason"]
+
+
+def test_submitting_shell_says_why_it_fell_back_to_systemds_default(make_root) -> None:
+    """A job user the image's files lack while sssd would decide: the submitting shell is
+    estimated with systemd's default, and the evidence says why (not "no user given")."""
+    root = make_root({**SLURM, "/etc/slurm/slurm.conf": "ClusterName=c\n",
+                      "/etc/nsswitch.conf": "passwd: files sss\n"})
+    got = by_subject(run_check("slurm.job_limits", root, user="ldapuser"))
+    ev = [e for e in got["slurm job memlock"].evidence if e.kind == "default"]
+    assert ev[-1].source.startswith("login shell soft memlock (systemd default; could not "
+                                    "look: training user ldapuser is not in the scanned "
+                                    "root's etc/passwd"), ev
+    got = by_subject(run_check("slurm.job_limits", make_root(
+        {**SLURM, "/etc/slurm/slurm.conf": "ClusterName=c\n"})))
+    ev = [e for e in got["slurm job memlock"].evidence if e.kind == "default"]
+    assert ev[-1].source == "login shell soft memlock (systemd default; no training user given)"
