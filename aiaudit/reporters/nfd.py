@@ -99,8 +99,9 @@ def render(run: RunResult, options: Mapping[str, Any]) -> str:
         started = datetime.fromisoformat(run.started.replace("Z", "+00:00"))
     except ValueError:
         started = None
+    hours = EXPIRY.total_seconds() / 3600
     lines = [f"# aiaudit {run.tool_version} scan of {label_value(run.host.hostname)} with "
-             f"{label_value(run.ruleset)}; labels lapse {EXPIRY.total_seconds() / 3600:g} h after the scan"]
+             f"{label_value(run.ruleset)}; labels lapse {hours:g} h after the scan"]
     if started is not None:
         expiry = (started + EXPIRY).strftime("%Y-%m-%dT%H:%M:%SZ")
         lines.append(f"# +expiry-time={expiry}")
