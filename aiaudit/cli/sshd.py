@@ -1,14 +1,17 @@
 """``aiaudit sshd``: the effective sshd configuration of the scanned root for one
 connection, as ``sshd -T -C user=..,host=..,addr=..`` prints it (the decision is
 :mod:`aiaudit.linux.sshd.view`).  A configuration sshd would refuse is an error naming
-file and line (exit 2)."""
+file and line (exit 2), and so is output that cannot be written (a full disk, a closed
+stdout or pipe)."""
 
 from __future__ import annotations
 
 import argparse
 import json
 
+from aiaudit.cli.output import write_stdout
 from aiaudit.core.errors import ExitCode, UsageError
+from aiaudit.core.escape import text_safe
 from aiaudit.core.host import Host
 from aiaudit.linux.sshd.view import render_text, view
 
@@ -33,8 +36,11 @@ def cmd(args: argparse.Namespace) -> int:
         raise UsageError(f"--root {args.root}: not a directory")
     host = Host(args.root, live=False)
     v = view(host, args.connection)
+    # through write_stdout: a full disk or a closed stdout is one message and exit code 2
+    # (OutputError), as for the scan's reports; text_safe: an undecodable byte of a file
+    # name or value (a lone surrogate) cannot be encoded
     if args.format == "json":
-        print(json.dumps(v, indent=2, ensure_ascii=False))
+        write_stdout(text_safe(json.dumps(v, indent=2, ensure_ascii=False) + "\n"))
     else:
-        print(render_text(v), end="")
+        write_stdout(text_safe(render_text(v)))
     return ExitCode.OK

@@ -132,7 +132,7 @@ def gather_boot(host: Host, key: str, display: str, params: Mapping[str, Any],
     tuned writing after it.  Appends the evidence and report data as it goes."""
     res = resolved(host)
     dec, other, init = _decisions(host, res, key, data)
-    kd = sysctl_boot.kernel_default(host, key)
+    kd = _kernel_default(host, key)
     dflt = kd.value if kd is not None else params.get("kernel_default")
     default = None if dflt is None else str(dflt)
     td = _tuned(host, res, key, data)
@@ -151,8 +151,28 @@ def gather_boot(host: Host, key: str, display: str, params: Mapping[str, Any],
         # nothing sets the key and its default is unknown: say what was looked for (with
         # an unreadable file the value is unknown: that file is the evidence)
         evidence.append(Evidence.default(searched(host, res.cfg, init, display),
-                                         unknown_default(host, key, display)))
+                                         unknown_default(host, key, display, kd)))
     return boot
+
+
+def _for_every_default(exp: Any, boot: Boot) -> bool | None:
+    """Whether the rule holds for every value the unknown kernel default can have
+    (``True``/``False``), or depends on which (``None``); the boot text names the range."""
+    assert boot.kd is not None
+    answers = {exp.ok(c) for c in boot.kd.candidates}
+    return answers.pop() if len(answers) == 1 else None
+
+
+def _kernel_default(host: Host, key: str) -> sysctl_boot.KernelDefault | None:
+    """The default the kernel that boots gives ``key``: from its build config, else from
+    its builder's patch (a value of ``None``: unknown)."""
+    kd = sysctl_boot.kernel_default(host, key)
+    if kd is not None:
+        return kd
+    from aiaudit.linux.sysctl.patched import patched_default
+
+    pd = patched_default(host, key)
+    return None if pd is None else sysctl_boot.KernelDefault(pd.value, pd.text, pd.evidence)
 
 
 def _decisions(host: Host, res: Resolved, key: str, data: dict[str, Any]
@@ -274,15 +294,19 @@ def searched(host: Host, cfg: SysctlConfig, init: sysctl_boot.Applier, display: 
     return f"{display}: no line in {listed}"
 
 
-def unknown_default(host: Host, key: str, display: str) -> str:
+def unknown_default(host: Host, key: str, display: str,
+                    kd: sysctl_boot.KernelDefault | None = None) -> str:
     """Why the kernel default of ``key`` (slash form) is unknown, for the ``default``
-    evidence: what :func:`aiaudit.linux.sysctl.boot.kernel_default` looked for, or that it
-    derives none for the key."""
+    evidence: why the kernel that boots leaves it unknown (``kd``), what
+    :func:`aiaudit.linux.sysctl.boot.kernel_default` looked for, or that it derives none
+    for the key."""
     from aiaudit.linux.kernel.config import kernel_config_missing
 
+    if kd is not None:
+        return kd.text
     if key not in sysctl_boot.DERIVED_DEFAULTS:
-        return (f"kernel default unknown: aiaudit derives none for {display} and the "
-                "rule sets no kernel_default")
+        return (f"kernel default unknown: {display} has no default that can be read from "
+                "the kernel's files (a rule may state it as kernel_default)")
     cmdline = "no numa_balancing= on the kernel command line, " \
         if key == "kernel/numa_balancing" else ""
     return f"kernel default unknown: {cmdline}{kernel_config_missing(host)}"
@@ -315,9 +339,10 @@ def decide(display: str, want: str, runtime: str | None, boot: Boot, boot_ok: bo
     if unknown:
         return Verdict(Status.ERROR, Aspect.PERSISTED, f"{display} is {runtime} now, but the "
                        f"persisted value cannot be determined: {unknown}", runtime, True)
-    if boot_ok is False:
+    if boot_ok is False:  # `actual` names both: the runtime value alone equals `expected`
         return Verdict(Status.FAIL, Aspect.DRIFT, f"{display} is {runtime} now, but at boot "
-                       f"it will be {boot.text}: the setting reverts at reboot", runtime)
+                       f"it will be {boot.text}: the setting reverts at reboot",
+                       f"{runtime} now, {boot.value} at boot")
     if boot_ok is None:
         return Verdict(Status.PASS, Aspect.RUNTIME, f"{display} is {runtime}; not persisted "
                        "in any sysctl.d file (kernel default unknown to this rule, so a reboot "
@@ -335,6 +360,9 @@ def _decide_offline(display: str, want: str, boot: Boot, boot_ok: bool | None,
     if boot_ok:
         return Verdict(Status.PASS, Aspect.PERSISTED, f"{display} at boot: {boot.text}",
                        boot.value)
+    if boot_ok is None:  # nothing sets it and the kernel default is unknown: never a FAIL
+        return Verdict(Status.ERROR, Aspect.PERSISTED, f"{display} at boot: {boot.text}; "
+                       f"whether it is {want} cannot be told", None)
     return Verdict(Status.FAIL, Aspect.PERSISTED, f"{display} at boot: {boot.text}; "
                    f"expected {want}", boot.value)
 
@@ -365,8 +393,9 @@ def remediation(display: str, exp: Expectation, current: str | None,
                 decision: sp.Decision | None, live: bool, target: str | None) -> Remediation:
     """The fix: persist a satisfying value in the drop-in ``target`` (and apply it now when
     live), or change the deciding line when no drop-in sorts after it or no single value
-    can be proposed."""
-    value = exp.suggest(current)
+    can be proposed.  A ``current`` value that already satisfies (right now, but reverts at
+    reboot) is the one persisted."""
+    value = current if current is not None and exp.ok(current) else exp.suggest(current)
     where = ""
     if decision is not None and decision.entry is not None:
         where = f"; or change {decision.entry.source}"
@@ -419,6 +448,8 @@ def run(ctx: CheckContext) -> Iterator[Result]:
     cfg = resolved(host).cfg
     try:
         boot_ok = None if boot.value is None else exp.ok(boot.value)
+        if boot_ok is None and boot.kd is not None and boot.kd.candidates:
+            boot_ok = _for_every_default(exp, boot)
         rt_ok = exp.ok(runtime) if runtime is not None else None
     except ValueError as exc:
         v = Verdict(Status.ERROR, Aspect.RUNTIME if host.live else Aspect.PERSISTED,
@@ -427,18 +458,38 @@ def run(ctx: CheckContext) -> Iterator[Result]:
         v = decide(display, want, runtime, boot, boot_ok, rt_ok, "; ".join(cfg.problems),
                    bool(p.get("persist", True)))
     rem = None
-    if v.status is Status.FAIL:
-        rem = _fix(host, display, exp, runtime or boot.value, boot)
+    if v.status is Status.FAIL and v.aspect is Aspect.DRIFT and rt_ok is False:
+        rem = apply_persisted(display, boot)  # the configuration is right: apply it
+    elif v.status is Status.FAIL:
+        rem = _fix(host, display, exp, runtime or boot.value, boot, now=rt_ok is not True)
     extra = cfg.problem_evidence if v.problems else ()
+    if v.status is Status.FAIL and v.aspect is not Aspect.RUNTIME:
+        extra = (*extra, *_overridden(host, boot, data))
     yield Result(v.status, display, v.message + boot.note, expected=want, actual=v.actual,
                  aspect=v.aspect, evidence=(*evidence, *extra), remediation=rem, data=data)
 
 
+def _overridden(host: Host, boot: Boot, data: dict[str, Any]) -> tuple[Evidence, ...]:
+    """The lines the persisted value overrode, each saying why it lost (a site's
+    10-fix.conf read before a vendor's 50-vendor.conf, a vendor file replaced by a
+    same-named one in /etc), also in ``data["overridden"]``."""
+    from aiaudit.linux.sysctl import shadowed
+
+    cfg = resolved(host).cfg
+    dirs = cfg.procps_dirs if boot.init.name == "procps" else cfg.dirs
+    lost = shadowed.overridden(boot.dec, boot.init.name)
+    lost += shadowed.hidden(host, dirs, boot.dec, boot.init.name)
+    if lost:
+        data["overridden"] = shadowed.data(lost)
+    return shadowed.evidence(lost)
+
+
 def _fix(host: Host, display: str, exp: Expectation, current: str | None,
-         boot: Boot) -> Remediation:
+         boot: Boot, now: bool = True) -> Remediation:
     """:func:`remediation`, with the tuned profile to change when tuned writes the key last
-    (``reapply_sysctl = 0``)."""
-    rem = remediation(display, exp, current, boot.fix_at, host.live, boot.target)
+    (``reapply_sysctl = 0``); ``now`` False when the runtime value is already right (a
+    setting that reverts at reboot: only persisting it is the fix)."""
+    rem = remediation(display, exp, current, boot.fix_at, host.live and now, boot.target)
     td = boot.tuned
     if td is not None and not td.reapplied and not tuned_reapplies(host):
         # reapply_sysctl = 0: the profile value is the last write at boot
@@ -446,6 +497,29 @@ def _fix(host: Host, display: str, exp: Expectation, current: str | None,
                       f"sysctl.d file ({td.evidence.source}) and reapply_sysctl is "
                       "off: change the profile's [sysctl] value")
     return rem
+
+
+def apply_persisted(display: str, boot: Boot) -> Remediation:
+    """The fix when the persisted value is right and only the runtime differs: make the
+    program that writes it at boot write it now, nothing more (no drop-in line, no edit of
+    a file that already says the right value).  tuned when it writes the key last (it
+    re-applies its profile, and with ``reapply_sysctl`` the sysctl.d files, when it
+    starts); ufw's ``sysctl -p`` of its file when ufw re-applies it; else the boot applier:
+    ``sysctl --system``, or ``systemd-sysctl`` itself where procps would leave another
+    value (its order differs: see :func:`_procps_note`)."""
+    if boot.tuned is not None:
+        cmd, what = "systemctl restart tuned.service", "tuned re-applies its profile"
+    elif boot.fix_at is not boot.dec and boot.fix_at.entry is not None:  # ufw decides
+        cmd = f"sysctl -p {boot.fix_at.entry.file}"
+        what = f"load {boot.fix_at.entry.file} as ufw does when it starts"
+    elif boot.init.name == "procps" or not boot.note:
+        cmd, what = "sysctl --system", "apply the persisted sysctl settings"
+    else:
+        cmd = "systemctl restart systemd-sysctl.service"
+        what = "apply the persisted sysctl settings as systemd-sysctl does at boot"
+    return Remediation(f"Apply the persisted {display} = {boot.value} with `{cmd}`; the "
+                       "configuration is already right.",
+                       (Snippet.command(cmd, what),))
 
 
 @hookimpl
@@ -467,7 +541,10 @@ def aiaudit_register_checks() -> list[CheckSpec]:
             "/etc/ufw/sysctl.conf; an enabled tuned then writes its profile's [sysctl] and "
             "re-applies the /run and /etc files (reapply_sysctl). Kernel defaults of "
             "kernel.numa_balancing and kernel.dmesg_restrict come from the kernel build "
-            "config (/proc/config.gz live, /boot/config-*). Fails as runtime, persisted or "
-            "drift."
+            "config (/proc/config.gz live, /boot/config-*); those of fs.protected_symlinks "
+            "and fs.protected_hardlinks from the kernel that boots (1 on Debian's kernels by "
+            "its patch, unknown on a kernel whose builder is not known). Fails as runtime, "
+            "persisted or drift; a boot value left to an unknown kernel default is an error "
+            "offline and never a drift claim."
         ),
     )]

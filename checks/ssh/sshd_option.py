@@ -24,6 +24,7 @@ from aiaudit.api import (
     Aspect,
     CheckContext,
     CheckSpec,
+    Evidence,
     Remediation,
     Result,
     Status,
@@ -33,11 +34,12 @@ from aiaudit.core.errors import ParseError
 from aiaudit.core.ruleset import predicates
 from aiaudit.core.ruleset.predicates import Predicate
 from aiaudit.linux.sshd import config as sp
-from aiaudit.linux.sshd.effective import load_config, passes
+from aiaudit.linux.sshd.effective import Passes, load_config, passes
 from aiaudit.linux.sshd.fix import RELOAD, remediation
 from aiaudit.linux.sshd.results import (
     BLOCK_ERROR,
     block_subject,
+    disabled_by,
     error_result,
     evaluate,
     evidence,
@@ -45,6 +47,9 @@ from aiaudit.linux.sshd.results import (
 )
 
 _VALUE = {"type": ["integer", "string"]}
+_ORDERED = predicates.ordered_value(
+    [{"type": "string", "pattern": "^\\s*([0-9]+[sSmMhHdDwW]?)+\\s*$"}],
+    "a number or a time such as 5m (sshd_config(5) TIME FORMATS)")
 
 OPTION_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -55,13 +60,13 @@ OPTION_SCHEMA: dict[str, Any] = {
                     "description": "sshd_config keyword (any case; aliases allowed)"},
         # op/value, min/max, set and per-field expectations (aiaudit.core.ruleset.predicates);
         # values, bounds and elements as sshd accepts them (yes/no, times such as 5m)
-        **predicates.schema_properties(_VALUE, bound=_VALUE),
+        **predicates.schema_properties(_VALUE, bound=_VALUE, ordered=_ORDERED),
         "fix": {"type": ["integer", "string"],
                 "description": "value the remediation proposes (default: derived from op)"},
         "match_blocks": {"type": "boolean", "default": True,
                          "description": "also report each Match block that sets the keyword"},
     },
-    **predicates.constraint_rules(),
+    **predicates.constraint_rules(ordered=_ORDERED),
 }
 
 
@@ -88,6 +93,8 @@ class Judge:
                  fix_value: str | None, note: str) -> None:
         self.cfg, self.name, self.pred = cfg, name, pred
         self.fix_value, self.note = fix_value, note
+        self.shared: sp.SshdConfig | Passes = cfg
+        """The run's shared passes, once :func:`_judged` has them."""
         self.want = pred.text()
 
     def ok(self, s: sp.Setting) -> bool:
@@ -98,11 +105,18 @@ class Judge:
             return False
 
     def result(self, block: sp.MatchBlock | None, s: sp.Setting,
-               global_value: str | None) -> Result:
-        """The result for the global setting (``block`` ``None``) or a Match block's."""
+               global_value: str | None, off: sp.Setting | None = None) -> Result:
+        """The result for the global setting (``block`` ``None``) or a Match block's;
+        ``off``: the ``DisableForwarding yes`` that turns this forwarding off anyway."""
         name = self.name
         subject = name if block is None else block_subject(block)
         shown = s.value if s.value is not None else "unset"
+        if off is not None and not self.ok(s) and self.pred.ok("no"):
+            msg = (f"{name} is {shown} ({s.source}), but DisableForwarding yes "
+                   f"({off.source}) turns it off")
+            return Result(Status.PASS, subject, msg + self.note, expected=self.want,
+                          actual="no", aspect=Aspect.CONFIG,
+                          evidence=evidence(s) + evidence(off), data=s.as_json())
         if self.ok(s):
             msg = f"{name} is {shown} ({s.source})"
             if block is not None:
@@ -117,9 +131,10 @@ class Judge:
             msg = (f"connections matching this block get {name} {shown} ({s.source}) "
                    f"whatever the global value (now {global_value}); expected {self.want}")
             rem = self.block_fix(s)
+        ev, data = _with_overridden(self.shared, self.name, block, evidence(s), s.as_json())
         return Result(Status.FAIL, subject, msg + self.note, expected=self.want,
-                      actual=s.value, aspect=Aspect.CONFIG, evidence=evidence(s),
-                      remediation=rem, data=s.as_json())
+                      actual=s.value, aspect=Aspect.CONFIG, evidence=ev,
+                      remediation=rem, data=data)
 
     def global_fix(self, s: sp.Setting) -> Remediation:
         """The checked drop-in or edit for a failing global value, or what to set by hand
@@ -137,6 +152,19 @@ class Judge:
         how = (f"Change {s.source} to {target} or remove it: a matching Match block "
                "overrides every global value, so a drop-in cannot fix it.")
         return Remediation(how, (RELOAD,), manual=how)
+
+
+def _with_overridden(cfg: sp.SshdConfig | Passes, name: str, block: sp.MatchBlock | None,
+                     ev: tuple[Evidence, ...], data: dict[str, object]
+                     ) -> tuple[tuple[Evidence, ...], dict[str, object]]:
+    """A failure's evidence and data with the lines its deciding line overrode (sshd
+    keeps the first value; a matching block replaces the global one), each saying why."""
+    from aiaudit.linux.sshd import shadowed
+
+    lost = shadowed.overridden(cfg, name, block)
+    if not lost:
+        return ev, data
+    return ev + shadowed.evidence(lost), {**data, "overridden": shadowed.data(lost)}
 
 
 def fix_value(p: Mapping[str, Any], cfg: sp.SshdConfig, name: str,
@@ -188,9 +216,10 @@ def run_option(ctx: CheckContext) -> Iterator[Result]:
 def _judged(ctx: CheckContext, cfg: sp.SshdConfig, name: str, judge: Judge
             ) -> Iterator[Result]:
     """The global result, then one per Match block that sets the keyword."""
+    shared = passes(ctx.host, cfg)
+    judge.shared = shared
     try:
-        settings = list(evaluate(passes(ctx.host, cfg), name,
-                                 bool(ctx.params.get("match_blocks", True))))
+        settings = list(evaluate(shared, name, bool(ctx.params.get("match_blocks", True))))
     except ParseError as exc:
         yield error_result(exc, name)
         return
@@ -202,7 +231,7 @@ def _judged(ctx: CheckContext, cfg: sp.SshdConfig, name: str, judge: Judge
             continue
         if block is None:
             global_value = s.value
-        yield judge.result(block, s, global_value)
+        yield judge.result(block, s, global_value, disabled_by(shared, name, block))
 
 
 @hookimpl

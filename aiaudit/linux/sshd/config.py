@@ -98,6 +98,12 @@ class Keyword:
     """The option the keyword sets, when it is an alias (``ChallengeResponseAuthentication``
     sets ``KbdInteractiveAuthentication``); empty = itself."""
     note: str = ""
+    since: tuple[int, int] = (0, 0)
+    """The first OpenSSH release that knows the keyword (older ones refuse it as a "Bad
+    configuration option")."""
+    match_since: tuple[int, int] | None = None
+    """For a keyword :attr:`match` says is global-only: the release from which it is
+    allowed in a ``Match`` block too (``Subsystem``: 9.5)."""
 
     @property
     def opt(self) -> str:
@@ -106,11 +112,19 @@ class Keyword:
 
 
 def _k(name: str, cls: str, match: bool, vtype: str, default: str | None = None,
-       choices: tuple[tuple[str, str], ...] = (), option: str = "", note: str = "") -> Keyword:
-    return Keyword(name, cls, match, vtype, default, choices, option, note)
+       choices: tuple[tuple[str, str], ...] = (), option: str = "", note: str = "",
+       since: tuple[int, int] = (0, 0), match_since: tuple[int, int] | None = None
+       ) -> Keyword:
+    return Keyword(name, cls, match, vtype, default, choices, option, note, since,
+                   match_since)
 
 
 _M, _G = True, False
+PENALTIES_DEFAULT = ("crash:90 authfail:5 noauth:1 grace-exceeded:10 refuseconnection:10 "
+                     "max:600 min:15 max-sources4:65536 max-sources6:65536 "
+                     "overflow:permissive overflow6:permissive")
+"""``PerSourcePenalties`` as ``sshd -T`` of 10.0p1 prints the compiled-in value (on by
+default since 9.8)."""
 _S, _A, _X = SCALAR, ACCUMULATE, SPECIAL
 
 KEYWORD_LIST: tuple[Keyword, ...] = (
@@ -192,7 +206,7 @@ KEYWORD_LIST: tuple[Keyword, ...] = (
     _k("Banner", _S, _M, "str", "none"),
     _k("PrintMotd", _S, _G, "choice", "yes", FLAG),
     _k("PrintLastLog", _S, _G, "choice", "yes", FLAG),
-    _k("Subsystem", _A, _G, "subsystem"),
+    _k("Subsystem", _A, _G, "subsystem", match_since=(9, 5)),
     _k("ClientAliveInterval", _S, _M, "time", "0"),
     _k("ClientAliveCountMax", _S, _M, "int", "3"),
     _k("TCPKeepAlive", _S, _G, "choice", "yes", FLAG),
@@ -228,6 +242,14 @@ KEYWORD_LIST: tuple[Keyword, ...] = (
     _k("PerSourceNetBlockSize", _S, _G, "str", "32:128"),
     _k("VersionAddendum", _S, _G, "rest", "none"),
     _k("DebianBanner", _S, _G, "choice", "yes", FLAG, note="Debian patch"),
+    # newer releases (the Debian changelog of openssh 1:10.0p1: 9.8 split sshd-session off
+    # and added penalties, 9.9 RefuseConnection, 10.0 split sshd-auth off)
+    _k("PAMServiceName", _S, _M, "str", "sshd", since=(9, 8)),
+    _k("PerSourcePenalties", _S, _G, "words", PENALTIES_DEFAULT, since=(9, 8)),
+    _k("PerSourcePenaltyExemptList", _S, _G, "str", "none", since=(9, 8)),
+    _k("SshdSessionPath", _S, _G, "str", "/usr/lib/openssh/sshd-session", since=(9, 8)),
+    _k("RefuseConnection", _S, _M, "choice", "no", FLAG, since=(9, 9)),
+    _k("SshdAuthPath", _S, _G, "str", "/usr/lib/openssh/sshd-auth", since=(10, 0)),
     # structure
     _k("Match", _X, _M, "match"),
     _k("Include", _X, _M, "include"),
@@ -242,8 +264,9 @@ KEYWORD_LIST: tuple[Keyword, ...] = (
         "KerberosGetAFSToken", "KerberosTgtPassing", "AFSTokenPassing", "GSSUseSessionCCache",
         "GSSAPIUseSessionCredCache")),
 )
-"""Every keyword OpenSSH 9.2p1 (Debian 12) accepts, with its class, whether it may appear in
-a ``Match`` block (checked against ``sshd -t`` in the tests), its value type and default."""
+"""Every keyword OpenSSH 9.2p1 (Debian 12) and 10.0p1 (Debian 13) accept, with its class,
+whether it may appear in a ``Match`` block (checked against ``sshd -t`` of both in the
+tests), its value type, default and the release that added it (:attr:`Keyword.since`)."""
 
 KEYWORDS: Mapping[str, Keyword] = {k.name.lower(): k for k in KEYWORD_LIST}
 """Keywords by lower-case name."""
@@ -652,7 +675,7 @@ class _Line:
     args: tuple[str, ...]
 
 
-def _lex_file(path: str, text: str) -> list[_Line]:
+def _lex_file(path: str, text: str, release: tuple[int, int] | None = None) -> list[_Line]:
     out: list[_Line] = []
     for lineno, raw in enumerate(text.split("\n"), 1):
         line = raw.rstrip(_WHITESPACE + "\f")
@@ -664,7 +687,7 @@ def _lex_file(path: str, text: str) -> list[_Line]:
         if rest is None or rest == "":
             raise ParseError(f'no argument after keyword "{kwtok}"', line=lineno, source=path)
         kw = KEYWORDS.get(kwtok.lower())
-        if kw is None:
+        if kw is None or (release is not None and kw.since > release):
             raise ParseError(f"Bad configuration option: {kwtok}", line=lineno, source=path)
         try:
             args = tuple(argv_split(rest))
@@ -988,7 +1011,34 @@ def addr_match_list(addr: str | None, patterns: str) -> int:
     return ret
 
 
-def _parse_match(rest: str, path: str, n: int) -> tuple[tuple[str, str], ...]:
+def _match_allowed(kw: Keyword, release: tuple[int, int] | None) -> bool:
+    """Whether ``kw`` may appear in a ``Match`` block of ``release`` (unknown: as the
+    newest release allows)."""
+    return kw.match or (kw.match_since is not None
+                        and (release is None or release >= kw.match_since))
+
+
+MATCH_SINCE: Mapping[str, tuple[int, int]] = {"invalid-user": (9, 9), "version": (10, 0)}
+"""Match criteria newer releases added (``invalid-user`` takes no argument)."""
+
+
+def _static_match(crit: tuple[tuple[str, str], ...], release_name: Callable[[], str]
+                  ) -> bool | None:
+    """Whether a block applies whatever the connection: ``False`` when a ``version``
+    criterion does not match the release (or the release is unknown: sshd -T of an
+    unknown release cannot be reproduced), ``True`` when only ``version`` criteria are
+    given and all match; ``None`` when the connection decides."""
+    versions = [arg for attr, arg in crit if attr == "version"]
+    if not versions:
+        return None
+    name = release_name()
+    if not name or not all(match_pattern_list(name, a) == 1 for a in versions):
+        return False
+    return True if len(versions) == len(crit) else None
+
+
+def _parse_match(rest: str, path: str, n: int, release: tuple[int, int] | None = None
+                 ) -> tuple[tuple[str, str], ...]:
     """Criteria of a ``Match`` line (``match_cfg_line`` syntax checks)."""
     crit: list[tuple[str, str]] = []
     cp: str | None = rest
@@ -1003,21 +1053,34 @@ def _parse_match(rest: str, path: str, n: int) -> tuple[tuple[str, str], ...]:
             if crit or (arg is not None and arg != "" and not arg.startswith("#")):
                 raise _err("'all' cannot be combined with other Match attributes", path, n)
             return (("all", ""),)
-        arg, cp = strdelim(cp)
-        if arg is None or arg == "" or arg.startswith("#"):
-            raise _err(f"Missing Match criteria for {attrib}", path, n)
-        a = attrib.lower()
-        if a not in ("user", "group", "host", "address", "localaddress", "localport",
-                     "rdomain"):
-            raise _err(f"Unsupported Match attribute {attrib}", path, n)
-        if a in ("address", "localaddress") and addr_match_list(None, arg) != 0:
-            raise _err(f"Invalid Match {a} argument '{arg}'", path, n)
-        if a == "localport" and a2port(arg) == -1:
-            raise _err(f"Invalid LocalPort '{arg}' on Match line", path, n)
-        crit.append((a, arg))
+        item, cp = _match_criterion(attrib, cp, release, path, n)
+        crit.append(item)
     if not crit:
         raise _err("One or more attributes required for Match", path, n)
     return tuple(crit)
+
+
+def _match_criterion(attrib: str, cp: str | None, release: tuple[int, int] | None,
+                     path: str, n: int) -> tuple[tuple[str, str], str | None]:
+    """One criterion of a ``Match`` line and the rest of the line (the criteria
+    ``release`` knows; ``invalid-user`` takes no argument)."""
+    a = attrib.lower()
+    since = MATCH_SINCE.get(a)
+    if since is not None and release is not None and release < since:
+        raise _err(f"Unsupported Match attribute {attrib}", path, n)
+    if a == "invalid-user":
+        return (a, ""), cp
+    arg, cp = strdelim(cp)
+    if arg is None or arg == "" or arg.startswith("#"):
+        raise _err(f"Missing Match criteria for {attrib}", path, n)
+    if a not in ("user", "group", "host", "address", "localaddress", "localport",
+                 "rdomain", "version"):
+        raise _err(f"Unsupported Match attribute {attrib}", path, n)
+    if a in ("address", "localaddress") and addr_match_list(None, arg) != 0:
+        raise _err(f"Invalid Match {a} argument '{arg}'", path, n)
+    if a == "localport" and a2port(arg) == -1:
+        raise _err(f"Invalid LocalPort '{arg}' on Match line", path, n)
+    return (a, arg), cp
 
 
 def match_connection(block: MatchBlock, conn: Connection) -> bool:
@@ -1050,6 +1113,11 @@ _CRITERIA: Mapping[str, Callable[[Connection, str], bool]] = {
     "localport": lambda c, arg: c.lport is not None and a2port(arg) == c.lport,
     "rdomain": lambda c, arg: c.rdomain is not None and match_pattern_list(c.rdomain,
                                                                           arg) == 1,
+    # decided at start-up by _static_match; here the block already passed it
+    "version": lambda c, arg: True,
+    # sshd -T -C never marks its user invalid (observed with 10.0p1): no modelled
+    # connection matches
+    "invalid-user": lambda c, arg: False,
 }
 """``servconf.c match_cfg_line``: whether a connection satisfies one criterion (a missing
 connection field never matches, as ``sshd -T -C`` in test mode)."""
@@ -1084,6 +1152,14 @@ class SshdConfig:
         """Compiled-in values of options the keyword table leaves unset (``ciphers``...),
         for the installed release (:mod:`aiaudit.linux.sshd.defaults`)."""
         self.defaults_note = ""
+        self.release: tuple[int, int] | None = None
+        """The OpenSSH release whose sshd reads the configuration (``(10, 0)``), which
+        decides the keywords and Match criteria it knows; ``None``: unknown (every keyword
+        of :data:`KEYWORD_LIST` is accepted)."""
+        self.release_name: str | Callable[[], str] = ""
+        """``OpenSSH_10.0p2 Debian-7+deb13u4``: what ``Match version`` compares
+        (``SSH_RELEASE``), or a function that finds it (called once, only for a
+        configuration with such a line)."""
         self.netdev: Callable[[str], bool | None] | None = None
         """Whether a network device exists on the host sshd runs on (``None``: unknown);
         sshd refuses ``ListenAddress ... rdomain NAME`` for a NAME that is no device
@@ -1095,6 +1171,12 @@ class SshdConfig:
         self._checked: dict[int, tuple[str, tuple[str, ...]] | ParseError] = {}
         """:func:`_validate` of each line (by ``id``; the lines live in ``_lexed``): every
         pass re-reads every line, and a run makes one pass per Match block."""
+
+    def release_label(self) -> str:
+        """:attr:`release_name`, found once."""
+        if callable(self.release_name):
+            self.release_name = self.release_name()
+        return self.release_name
 
     def with_file(self, path: str, text: str) -> SshdConfig:
         """This configuration as sshd would read it with ``path`` holding ``text`` (found by
@@ -1114,6 +1196,7 @@ class SshdConfig:
         new._known = {p: ls for p, ls in {**self._known, **self._lexed}.items() if p != path}
         new.defaults, new.defaults_note, new.netdev = (self.defaults, self.defaults_note,
                                                        self.netdev)
+        new.release, new.release_name = self.release, self.release_name
         new._checked = dict(self._checked)  # ids of lines that stay alive in new._known
         for ln in (*self._lexed.get(path, ()), *self._known.get(path, ())):
             new._checked.pop(id(ln), None)  # replaced lines: their ids may be reused
@@ -1133,7 +1216,7 @@ class SshdConfig:
                     raise
                 except Exception as exc:  # the callback's error: sshd exits (fopen failed)
                     raise ParseError(f"cannot read: {exc}", source=path) from None
-                self._lexed[path] = _lex_file(path, text)
+                self._lexed[path] = _lex_file(path, text, self.release)
             self.files.append(path)
         return self._lexed[path]
 
@@ -1178,7 +1261,10 @@ class SshdConfig:
 
     def _check_subsystems(self) -> None:
         # servconf.c sSubsystem (9.2): a second definition of a name is fatal, even in a
-        # later file (newer releases ignore it; SEMANTICS §2.2)
+        # later file; from 9.5 the first definition wins and later ones are ignored
+        # (observed with 10.0p1's sshd -t / -T; SEMANTICS §2.2)
+        if self.release is not None and self.release >= (9, 5):
+            return
         seen: set[str] = set()
         assert self._startup is not None
         for d, active in self._startup:
@@ -1290,12 +1376,15 @@ class _Pass:
         """A ``Match`` line: the lines up to the next one apply when it matches (at
         start-up only ``Match all``; never inside a file included from an inactive
         block)."""
-        crit = _parse_match(ln.rest, path, ln.lineno)
+        crit = _parse_match(ln.rest, path, ln.lineno, self.config.release)
         blk = MatchBlock(path, ln.lineno, crit, ln.rest.strip())
         if self.record:
             self.config.blocks.append(blk)
-        if flags & _NEVERMATCH:
+        static = _static_match(crit, self.config.release_label)
+        if flags & _NEVERMATCH or static is False:
             value = False
+        elif static is True:  # `Match version` alone: decided at start-up already
+            value = True
         elif self.matcher is None:
             value = blk.is_all
         else:
@@ -1325,7 +1414,7 @@ class _Pass:
                   chain: tuple[tuple[str, int], ...]) -> None:
         """Any other line: validated (even when inactive, as sshd does), then recorded."""
         active = self.active
-        if not active and not kw.match:
+        if not active and not _match_allowed(kw, self.config.release):
             if self.matcher is None:
                 raise _err(f"Directive '{kw.name}' is not allowed within a Match block",
                            path, ln.lineno)
@@ -1396,6 +1485,13 @@ class Effective:
         self._defaults = defaults or {}
         self._defaults_note = defaults_note
 
+    def lines(self, keyword: str) -> tuple[list[Directive], list[Directive]]:
+        """The lines that set ``keyword``'s option, in the order sshd reads them: (the
+        start-up pass's, the matching blocks'); :mod:`aiaudit.linux.sshd.shadowed` tells
+        which of them lost."""
+        opt = KEYWORDS[keyword.lower()].opt
+        return list(self._g.get(opt, [])), list(self._m.get(opt, []))
+
     def get(self, keyword: str) -> Setting:
         """The :class:`Setting` of ``keyword`` (case-insensitive; aliases resolved)."""
         kw = KEYWORDS.get(keyword.lower())
@@ -1404,7 +1500,7 @@ class Effective:
         opt = kw.opt
         canon = OPTIONS[opt]
         lines = self._g.get(opt, [])
-        if canon.match and self._m.get(opt):
+        if (canon.match or canon.match_since is not None) and self._m.get(opt):
             # copy_set_server_options: a value set in a matching block replaces the global
             lines = self._m[opt]
         if canon.cls == ACCUMULATE:
@@ -1436,7 +1532,13 @@ class Effective:
 
 
 def _accumulated(kw: Keyword, lines: list[Directive]) -> Iterator[str]:
-    if kw.vtype in ("subsystem", "listen"):
+    if kw.vtype == "subsystem":  # a repeated name survives parsing only from 9.5: first wins
+        names: set[str] = set()
+        for d in lines:
+            if d.args[0] not in names:
+                names.add(d.args[0])
+                yield " ".join(d.args)
+    elif kw.vtype == "listen":
         for d in lines:
             yield " ".join(d.args)
     elif kw.vtype in ("port", "str"):
@@ -1449,13 +1551,18 @@ def _accumulated(kw: Keyword, lines: list[Directive]) -> Iterator[str]:
 
 def load(read: Reader, glob: Globber, main: str = MAIN_CONFIG,
          defaults: Mapping[str, str] | None = None, defaults_note: str = "",
-         netdev: Callable[[str], bool | None] | None = None) -> SshdConfig:
+         netdev: Callable[[str], bool | None] | None = None,
+         release: tuple[int, int] | None = None,
+         release_name: str | Callable[[], str] = "") -> SshdConfig:
     """Parse ``main`` and its includes; raises :class:`ParseError` when sshd would refuse
     the configuration (``file:line`` in the message).  ``defaults``: compiled-in values of
     release-dependent options (``ciphers``, ``macs``, ``kexalgorithms``,
     ``hostkeyalgorithms``) and ``defaults_note`` saying which release; ``netdev`` tells
-    whether a network device exists (live scans), for ``ListenAddress ... rdomain``."""
+    whether a network device exists (live scans), for ``ListenAddress ... rdomain``;
+    ``release`` (``(10, 0)``) and ``release_name`` (``OpenSSH_10.0p1``): the installed
+    sshd, which decides the keywords and Match criteria known (``None``: any)."""
     cfg = SshdConfig(main, read, glob)
+    cfg.release, cfg.release_name = release, release_name
     cfg.netdev = netdev
     cfg.defaults = dict(defaults or {})
     cfg.defaults_note = defaults_note

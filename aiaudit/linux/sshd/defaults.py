@@ -19,7 +19,10 @@ command line, which is not modelled).
 from __future__ import annotations
 
 import re
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
+
+if TYPE_CHECKING:
+    from aiaudit.core.host import Host
 
 OPTIONS = ("ciphers", "macs", "kexalgorithms", "hostkeyalgorithms")
 """The options these lists are the defaults of (lower case)."""
@@ -142,14 +145,85 @@ available without the ``@openssh.com`` suffix, first in the default ``KexAlgorit
 (as upstream 9.9 does); the installed deb12u10 prints it so."""
 
 
+def release(full: str | None) -> tuple[tuple[int, int] | None, str]:
+    """((major, minor), ``OpenSSH_10.0p1``) of an ``openssh-server`` package version
+    (``1:10.0p1-7+deb13u4``); ``(None, "")`` when unknown."""
+    from aiaudit.linux.packages import dpkg
+
+    if not full:
+        return None, ""
+    up = dpkg.upstream_version(full)
+    vt = dpkg.version_tuple(up)
+    if len(vt) < 2:
+        return None, ""
+    rev = full.rsplit("-", 1)[1] if "-" in full else ""
+    return (vt[0], vt[1]), f"OpenSSH_{up}" + (f" Debian-{rev}" if rev else "")
+
+
+SSHD_BINARY = "/usr/sbin/sshd"
+_RELEASE_IN_BINARY = re.compile(rb"OpenSSH_\d+\.\d+p\d+(?: [\x21-\x7e]+)?(?=\x00)")
+
+
+def release_in_binary(host: Host) -> str:
+    """``SSH_RELEASE`` as the sshd binary of the root holds it (``OpenSSH_10.0p2
+    Debian-7+deb13u4``: Debian's 1:10.0p1 package builds upstream 10.0p2, which its
+    version does not say), read as data, never run; ``""`` when it cannot be read."""
+    from aiaudit.core.errors import HostError
+
+    try:
+        data = host.read_bytes(SSHD_BINARY)
+    except HostError:
+        return ""
+    m = _RELEASE_IN_BINARY.search(data)
+    return m.group(0).decode("ascii") if m else ""
+
+
+CA_SIGALGS_8_0 = ("ecdsa-sha2-nistp256,ecdsa-sha2-nistp384,ecdsa-sha2-nistp521,ssh-ed25519,"
+                  "rsa-sha2-512,rsa-sha2-256,ssh-rsa")
+CA_SIGALGS_8_2 = ("ecdsa-sha2-nistp256,ecdsa-sha2-nistp384,ecdsa-sha2-nistp521,"
+                  "sk-ecdsa-sha2-nistp256@openssh.com,ssh-ed25519,sk-ssh-ed25519@openssh.com,"
+                  "rsa-sha2-512,rsa-sha2-256")
+CA_SIGALGS_8_5 = ("ssh-ed25519,ecdsa-sha2-nistp256,ecdsa-sha2-nistp384,ecdsa-sha2-nistp521,"
+                  "sk-ssh-ed25519@openssh.com,sk-ecdsa-sha2-nistp256@openssh.com,"
+                  "rsa-sha2-512,rsa-sha2-256")
+"""``SSH_ALLOWED_CA_SIGALGS`` of ``myproposal.h`` (``CASignatureAlgorithms``), by the first
+release with that list; the 8.5 form is what the installed 9.2 and Debian 13's 10.0 print."""
+GSSAPI_KEX = ("gss-group14-sha256-,gss-group16-sha512-,gss-nistp256-sha256-,"
+              "gss-curve25519-sha256-,gss-group14-sha1-,gss-gex-sha1-")
+"""``GSSAPIKexAlgorithms`` of Debian's GSSAPI patch (Debian 12's 9.2 and 13's 10.0 print
+it; the option exists only in builds carrying the patch, and the release comes from a
+dpkg package)."""
+
+
+def other_defaults(version: tuple[int, ...] | None) -> dict[str, str]:
+    """The other compiled-in values ``sshd -T`` prints when nothing sets them and that
+    depend on the release: the accepted-algorithm lists (``KEX_DEFAULT_PK_ALG``, as
+    ``HostKeyAlgorithms``; so ``PubkeyAcceptedAlgorithms`` lacks ``ssh-rsa`` from 8.8),
+    ``CASignatureAlgorithms``, Debian's ``GSSAPIKexAlgorithms``, ``IPQoS`` (Debian keeps
+    ``lowdelay throughput`` before 10.0, where ``sshd -T`` prints ``ef cs1``) and
+    ``ChannelTimeout`` (printed as ``none`` from 10.0; unset before).  ``None``: as 9.2.
+    Checked line by line against the installed 9.2 and Debian 13's 10.0 in
+    ``tests/linux/sshd/test_view_oracle.py``."""
+    vt = tuple(version[:2]) if version else (9, 2)
+    hostkey = dict(defaults(version)[0])["hostkeyalgorithms"]
+    ca = CA_SIGALGS_8_5 if vt >= (8, 5) else CA_SIGALGS_8_2 if vt >= (8, 2) \
+        else CA_SIGALGS_8_0
+    out = {"pubkeyacceptedalgorithms": hostkey, "hostbasedacceptedalgorithms": hostkey,
+           "casignaturealgorithms": ca, "gssapikexalgorithms": GSSAPI_KEX,
+           "ipqos": "ef cs1" if vt >= (10, 0) else "lowdelay throughput"}
+    if vt >= (10, 0):
+        out["channeltimeout"] = "none"
+    return out
+
+
 def for_package(full: str | None) -> tuple[dict[str, str], str]:
     """:func:`defaults` for an ``openssh-server`` package version (``1:9.2p1-2+deb12u10``),
-    with the distribution patches that change the lists."""
+    with the distribution patches that change the lists, and :func:`other_defaults`."""
     from aiaudit.linux.packages import dpkg
 
     vt = dpkg.version_tuple(dpkg.upstream_version(full)) if full else None
     out, why = defaults(vt)
-    out = dict(out)
+    out = {**out, **other_defaults(vt if vt and tuple(vt[:2]) >= TABLE[0][0] else None)}
     m = DEBIAN_12_SNTRUP.fullmatch(full or "")
     if m and int(m.group(1)) >= 4:
         out["kexalgorithms"] = "sntrup761x25519-sha512," + out["kexalgorithms"]

@@ -66,6 +66,11 @@ class Passes:
     def value(self, keyword: str, block: sp.MatchBlock | None = None) -> sp.Setting:
         """``config.value(keyword)`` (``block`` ``None``) or its value for a connection
         that matches exactly ``block`` (``config.value(keyword, lambda b: b == block)``)."""
+        return self.effective(block).get(keyword)
+
+    def effective(self, block: sp.MatchBlock | None = None) -> sp.Effective:
+        """The shared :class:`~aiaudit.linux.sshd.config.Effective` behind :meth:`value`
+        (computed once; a pass sshd would refuse raises its ParseError each time)."""
         eff = self._eff.get(block)
         if eff is None:
             try:
@@ -75,7 +80,7 @@ class Passes:
             self._eff[block] = eff  # a racing rule computes the same value
         if isinstance(eff, ParseError):
             raise eff
-        return eff.get(keyword)
+        return eff
 
 
 def passes(host: Host, config: sp.SshdConfig) -> Passes:
@@ -85,11 +90,15 @@ def passes(host: Host, config: sp.SshdConfig) -> Passes:
 
 def release_defaults(host: Host) -> dict[str, Any]:
     """``load`` keywords for the compiled-in algorithm lists of the installed OpenSSH
-    (its dpkg version; unknown: 9.2, and the note says so)."""
+    (its dpkg version; unknown: 9.2, and the note says so) and its release, which decides
+    the keywords and Match criteria sshd knows (unknown: any)."""
     from aiaudit.linux.sshd import defaults as sshd_defaults
 
-    defaults, note = sshd_defaults.for_package(dpkg_version(host, "openssh-server"))
+    full = dpkg_version(host, "openssh-server")
+    defaults, note = sshd_defaults.for_package(full)
     out: dict[str, Any] = {"defaults": defaults, "defaults_note": note}
+    out["release"], by_package = sshd_defaults.release(full)
+    out["release_name"] = lambda: sshd_defaults.release_in_binary(host) or by_package
     if host.live:  # ListenAddress ... rdomain NAME needs a device NAME on this host
         out["netdev"] = lambda name: None if "/" in name else host.exists(
             f"/sys/class/net/{name}")

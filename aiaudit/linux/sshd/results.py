@@ -90,3 +90,29 @@ def evaluate(cfg: sp.SshdConfig | Passes, keyword: str, match_blocks: bool
         if d is not None and d.block is not None and not d.block.is_all \
                 and d.keyword.opt == opt:
             yield block, s
+
+
+DISABLE_FORWARDING_SINCE: dict[str, tuple[int, int]] = {
+    "allowtcpforwarding": (0, 0), "allowstreamlocalforwarding": (0, 0),
+    "x11forwarding": (10, 0), "allowagentforwarding": (10, 0)}
+"""Options that ``DisableForwarding yes`` turns off whatever their own value, from the
+release that does it: TCP and Unix-socket forwarding always; X11 and agent forwarding
+only since 10.0 (CVE-2025-32728: before, ``DisableForwarding`` failed to disable them,
+as the Debian changelog of openssh 1:10.0p1 records)."""
+
+
+def disabled_by(cfg: sp.SshdConfig | Passes, keyword: str, block: sp.MatchBlock | None
+                ) -> sp.Setting | None:
+    """The ``DisableForwarding yes`` setting that turns ``keyword`` off for the global
+    connection (``block`` ``None``) or a connection matching ``block``, or ``None``.  With
+    the release unknown, X11 and agent forwarding are not assumed off."""
+    since = DISABLE_FORWARDING_SINCE.get(sp.KEYWORDS[keyword.lower()].opt)
+    shared = cfg if isinstance(cfg, Passes) else Passes(cfg)
+    release = shared.config.release
+    if since is None or (since > (0, 0) and (release is None or release < since)):
+        return None
+    try:
+        df = shared.value("DisableForwarding", block)
+    except ParseError:
+        return None
+    return df if df.value == "yes" else None

@@ -5,7 +5,10 @@ The connection is sshd's ``-C`` spec (``user``, ``host``, ``addr``, ``laddr``, `
 ``rdomain``); ``Match Group`` uses the user's groups from the root's ``/etc/passwd`` and
 ``/etc/group`` (a user not found there matches no ``Group``, as sshd's ``getgrouplist``
 finds nothing).  Without a connection only ``Match all`` blocks apply, as in a plain
-``sshd -T``.  Values are printed in ``sshd -T``'s form (``without-password``,
+``sshd -T``; a ``Match LocalPort`` line without an ``lport`` is refused, as sshd refuses
+it.  Every line the installed release prints is printed (compiled-in lists, ``IPQoS``,
+the wildcard ``ListenAddress`` lines), and none it does not print (``DebianBanner``
+before 10.0).  Values are printed in ``sshd -T``'s form (``without-password``,
 ``//etc/issue``, one line per entry of ``Port``, ``ListenAddress``, ``AllowUsers``...); the
 JSON form adds the canonical value, the deciding ``file:line`` and the connection."""
 
@@ -23,6 +26,57 @@ CONNECTION_KEYS = ("user", "host", "addr", "laddr", "lport", "rdomain")
 
 PER_LINE = frozenset(k.opt for k in sp.KEYWORD_LIST if k.cls == sp.ACCUMULATE)
 """Options ``sshd -T`` prints one line per entry; other lists share one line."""
+
+PRINTED_SINCE = {"debianbanner": (10, 0)}
+"""Options sshd knows before it prints them in ``sshd -T``: Debian 12's 9.2 accepts
+``DebianBanner`` but does not print it, Debian 13's 10.0 does (both checked against the
+real ``sshd -T``; releases in between are assumed to print it from 10.0)."""
+
+LPORT_MISSING = ("'Match LocalPort' in configuration but 'lport' not in connection test "
+                 "specification")
+"""sshd's refusal (exit 255) of ``sshd -T`` when a ``Match LocalPort`` line exists, in any
+block, even one another criterion rules out, and no ``lport`` is given."""
+
+
+def default_listen(family: str | None, ports: list[str]) -> list[str]:
+    """What ``sshd -T`` prints for ``ListenAddress`` when no line sets it: per port, the
+    wildcard addresses of ``AddressFamily`` (``[::]`` before ``0.0.0.0``, as the installed
+    9.2 and 10.0 print them)."""
+    wild = {"inet": ("0.0.0.0",), "inet6": ("[::]",)}.get(family or "any",
+                                                          ("[::]", "0.0.0.0"))
+    return [f"{a}:{p}" for p in ports for a in wild]
+
+
+def _printed(cfg: sp.SshdConfig, name: str, setting: sp.Setting, ports: list[str],
+             family: str | None) -> list[str] | None:
+    """``sshd -T``'s lines of one option, ``None`` when this release prints nothing."""
+    since = PRINTED_SINCE.get(name.lower())
+    if cfg.release is not None and (sp.KEYWORDS[name.lower()].since > cfg.release or (
+            since is not None and since > cfg.release)):
+        return None  # an option this sshd does not have (PerSourcePenalties before 9.8)
+    if setting.option == "ListenAddress":
+        return setting.printed(ports) or default_listen(family, ports)
+    if since is not None and cfg.release is None:
+        return None  # an unknown release is taken as 9.2 (see defaults.for_package)
+    printed = setting.printed()
+    if setting.option == "IPQoS":
+        return ipqos_printed(printed, cfg.release)
+    return printed
+
+
+TOS_IGNORED = frozenset({"lowdelay", "throughput", "reliability"})
+"""The old ToS keywords that 10.0's sshd accepts for ``IPQoS`` and ignores (prints
+``none``; checked against Debian 13's ``sshd -T``)."""
+
+
+def ipqos_printed(words: list[str], release: tuple[int, int] | None) -> list[str]:
+    """``IPQoS`` as ``sshd -T`` prints it: one value sets interactive and bulk alike
+    (``servconf.c``), and from 10.0 the ToS keywords print as ``none``."""
+    if len(words) == 1:
+        words = words * 2
+    if release is not None and release >= (10, 0):
+        words = ["none" if w.lower() in TOS_IGNORED else w for w in words]
+    return words
 
 
 def parse_connection(spec: str) -> dict[str, str]:
@@ -80,17 +134,23 @@ def view(host: Host, spec: str | None) -> dict[str, Any]:
         raise loaded.error
     cfg = loaded.config
     fields = parse_connection(spec) if spec else {}
+    lport_block = next((b for b in cfg.blocks if any(a == "localport" for a, _ in b.criteria)),
+                       None)
+    if "lport" not in fields and lport_block is not None:
+        raise UsageError(f"{LPORT_MISSING} ({lport_block.label}): give --connection "
+                         "...,lport=PORT")
     conn, notes = connection(host, fields) if fields else (None, [])
     eff = cfg.effective(conn)
     matched = [b.label for b in dict.fromkeys(cfg.blocks)
                if not b.is_all and conn is not None and sp.match_connection(b, conn)]
     ports = eff.get("Port").items
+    family = eff.get("AddressFamily").value
     options: dict[str, Any] = {}
     for name, setting in eff.items():
-        item = setting.as_json()
-        if setting.option == "ListenAddress":
-            item["sshd_T"] = setting.printed(ports)
-        options[name] = item
+        printed = _printed(cfg, name, setting, ports, family)
+        if printed is None:
+            continue
+        options[name] = {**setting.as_json(), "sshd_T": printed}
     return {
         "root": host.root,
         "connection": {**fields, **({"groups": list(conn.groups)}

@@ -17,6 +17,9 @@ kernel was built.
   ``numa_balancing=enable|disable`` kernel parameter decides; else 1 only with
   ``CONFIG_NUMA_BALANCING_DEFAULT_ENABLED=y`` on a machine with more than one online NUMA
   node, 0 otherwise.  ``kernel.dmesg_restrict``: ``CONFIG_SECURITY_DMESG_RESTRICT``.
+  ``kernel.unprivileged_bpf_disabled``: 2 with ``CONFIG_BPF_UNPRIV_DEFAULT_OFF=y``, else 0.
+* **Kernel defaults from a distribution's patch** (``fs.protected_symlinks``,
+  ``fs.protected_hardlinks``: 1 on Debian's kernels): :mod:`aiaudit.linux.sysctl.patched`.
 """
 
 from __future__ import annotations
@@ -151,12 +154,18 @@ def ufw_decide(host: Host, init: Applier, key: str) -> tuple[sp.Decision, UfwSys
 # ------------------------------------------------------------------ kernel defaults
 @record
 class KernelDefault:
-    """A kernel default derived from the kernel's build configuration."""
+    """A kernel default derived from the kernel's build configuration or a distribution's
+    kernel patch (:mod:`aiaudit.linux.sysctl.patched`)."""
 
-    value: str
+    value: str | None
+    """The value; ``None`` when the kernel that boots leaves it unknown (a key some
+    distribution patches, on a kernel whose builder is not known)."""
     text: str
     """``0 (CONFIG_NUMA_BALANCING_DEFAULT_ENABLED is not set, proc/config.gz:214)``."""
     evidence: tuple[Evidence, ...]
+    candidates: tuple[str, ...] = ()
+    """With ``value`` unknown, every value it can have (``kernel.pid_max`` offline: one per
+    CPU count): a rule that holds, or fails, for all of them is decided all the same."""
 
 
 def _config_option(text: str, name: str) -> tuple[str | None, int | None]:
@@ -173,10 +182,15 @@ def _config_option(text: str, name: str) -> tuple[str | None, int | None]:
 
 
 def _online_nodes(host: Host) -> int | None:
+    return _cpulist_count(host, "/sys/devices/system/node/online")
+
+
+def _cpulist_count(host: Host, path: str) -> int | None:
+    """How many ids a live ``0-3,8`` list names (``None`` offline or unreadable)."""
     if not host.live:
         return None
     try:
-        text = host.read_text("/sys/devices/system/node/online").strip()
+        text = host.read_text(path).strip()
     except HostError:
         return None
     count = 0
@@ -230,18 +244,25 @@ def boot_kernel_config(host: Host) -> tuple[str, str] | None:
     return kernel_config(host)
 
 
-DERIVED_DEFAULTS = ("kernel/numa_balancing", "kernel/dmesg_restrict")
-"""The keys whose kernel default :func:`kernel_default` derives (slash form)."""
+DERIVED_DEFAULTS = ("kernel/numa_balancing", "kernel/dmesg_restrict",
+                    "kernel/unprivileged_bpf_disabled", "kernel/pid_max")
+"""The keys whose kernel default :func:`kernel_default` derives from the build config
+(slash form); those of :data:`aiaudit.linux.sysctl.patched.PATCHED` come from the kernel's
+builder instead."""
 
 
 def kernel_default(host: Host, key: str) -> KernelDefault | None:
     """The value ``key`` (slash form) has at boot when no file sets it, as the kernel's
-    build configuration decides; ``None`` when this module does not know the key or the
-    configuration is not available."""
+    build configuration decides (a value of ``None``: it depends on what the root cannot
+    say, the CPU count offline); ``None`` when this module does not know the key or the
+    configuration is not available.  Defaults a distribution patches:
+    :func:`aiaudit.linux.sysctl.patched.patched_default`."""
     if key not in DERIVED_DEFAULTS:
         return None
     from aiaudit.linux.kernel.config import kernel_config
 
+    if key == "kernel/pid_max":
+        return _pid_max_default(host)
     if key == "kernel/numa_balancing":
         by_param = _numa_balancing_param(host)
         if by_param is not None:
@@ -252,6 +273,8 @@ def kernel_default(host: Host, key: str) -> KernelDefault | None:
     path, text = kc
     if key == "kernel/dmesg_restrict":
         return _dmesg_restrict_default(path, text)
+    if key == "kernel/unprivileged_bpf_disabled":
+        return _bpf_default(path, text)
     return _numa_balancing_default(host, path, text)
 
 
@@ -280,6 +303,44 @@ def _dmesg_restrict_default(path: str, text: str) -> KernelDefault:
     return KernelDefault(value, f"kernel default {value}: CONFIG_SECURITY_DMESG_RESTRICT"
                          f"{state} ({path.lstrip('/')}{f':{line}' if line else ''})",
                          (Evidence.file(path, line, f"CONFIG_SECURITY_DMESG_RESTRICT{state}"),))
+
+
+PID_MAX_DEFAULT, PIDS_PER_CPU, PID_MAX_LIMIT = 32768, 1024, 4 * 1024 * 1024
+MAX_ASSUMED_CPUS = 4095
+"""Offline, the machine is assumed to have fewer than 4096 possible CPUs."""
+
+
+def _pid_max_default(host: Host) -> KernelDefault:
+    """``kernel.pid_max`` at boot (``kernel/pid.c pid_idr_init``, 64-bit): 1024 per
+    possible CPU, at least 32768 and at most 4194304.  Known live (the possible CPUs);
+    offline the machine's CPU count is not in the root: unknown."""
+    path = "/sys/devices/system/cpu/possible"
+    cpus = _cpulist_count(host, path)
+    if cpus is None:
+        # one value per CPU count below 4096 (a machine with more is not assumed: it would
+        # reach the limit itself)
+        values = tuple(sorted({min(PID_MAX_LIMIT, max(PID_MAX_DEFAULT, PIDS_PER_CPU * n))
+                               for n in range(1, MAX_ASSUMED_CPUS + 1)}))
+        return KernelDefault(None, "kernel default 1024 per possible CPU, at least "
+                             f"{PID_MAX_DEFAULT} (kernel/pid.c): {values[0]} to {values[-1]} "
+                             f"on a machine with up to {MAX_ASSUMED_CPUS} possible CPUs (the "
+                             "CPU count is not known offline)", (), tuple(map(str, values)))
+    value = min(PID_MAX_LIMIT, max(PID_MAX_DEFAULT, PIDS_PER_CPU * cpus))
+    return KernelDefault(str(value), f"kernel default {value}: 1024 per possible CPU "
+                         f"({cpus} in {path.lstrip('/')}), at least {PID_MAX_DEFAULT}, at most "
+                         f"{PID_MAX_LIMIT}", (Evidence.runtime(path),))
+
+
+def _bpf_default(path: str, text: str) -> KernelDefault:
+    """``kernel.unprivileged_bpf_disabled`` at boot (``kernel/bpf/syscall.c``, 5.13+): 2
+    with ``CONFIG_BPF_UNPRIV_DEFAULT_OFF=y``, else 0 (earlier kernels have no such option
+    and start at 0)."""
+    val, line = _config_option(text, "BPF_UNPRIV_DEFAULT_OFF")
+    value = "2" if val == "y" else "0"
+    state = "=y" if val == "y" else " is not set"
+    return KernelDefault(value, f"kernel default {value}: CONFIG_BPF_UNPRIV_DEFAULT_OFF"
+                         f"{state} ({path.lstrip('/')}{f':{line}' if line else ''})",
+                         (Evidence.file(path, line, f"CONFIG_BPF_UNPRIV_DEFAULT_OFF{state}"),))
 
 
 def _numa_balancing_default(host: Host, path: str, text: str) -> KernelDefault:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import fnmatch
 import posixpath
 import re
-from typing import Iterable, Sequence
+from typing import Iterable, Iterator, NamedTuple, Sequence
 
 from aiaudit.core.errors import ParseError
 from aiaudit.core.startup.records import record
@@ -41,9 +41,13 @@ _SYSTEMD_EOL = re.compile(r"\r\n|\r|\n")
 PROC_SYS = "/proc/sys/"
 
 
-@record
-class Entry:
-    """One meaningful line of a sysctl.d file."""
+class Entry(NamedTuple):
+    """One meaningful line of a sysctl.d file.
+
+    A named tuple, not a record: a sysctl.d tree of 100,000 files keeps one per line (two
+    with procps' reading when they differ), and a tuple costs 96 bytes where a record with
+    its instance dictionary costs 160 (``tests/linux/sysctl/test_many_files.py``).  Build
+    it with :func:`entry`."""
 
     key: str
     """Normalised key in slash form (``net/ipv4/conf/eth0.100/rp_filter``); for entries from
@@ -51,10 +55,20 @@ class Entry:
     value: str | None
     """The value (stripped), or ``None`` for a ``-key`` exclusion entry."""
     ignore_failure: bool
+    """``-key = value``: a failed write is ignored."""
     file: str
     """Host path of the file."""
     line: int
-    raw: str
+    """Line number (from 1)."""
+    written: str | None
+    """The line as written; ``None`` when it is the canonical ``key = value`` (most lines:
+    not keeping a second copy of each saves 70 bytes a line)."""
+
+    @property
+    def raw(self) -> str:
+        """The line as written."""
+        return self.written if self.written is not None else _canonical(
+            self.key, self.value, self.ignore_failure)
 
     @property
     def is_glob(self) -> bool:
@@ -65,6 +79,20 @@ class Entry:
     def source(self) -> str:
         """``etc/sysctl.d/10-x.conf:3``: the line in display form (root-relative)."""
         return f"{self.file.lstrip('/')}:{self.line}"
+
+
+def _canonical(key: str, value: str | None, ignore: bool) -> str:
+    """The line ``key = value`` (``-key``, ``-key = value``) with the key in dotted form."""
+    head = ("-" if ignore or value is None else "") + dotted(key)
+    return head if value is None else f"{head} = {value}"
+
+
+def entry(key: str, value: str | None, ignore_failure: bool, file: str, line: int,
+          raw: str) -> Entry:
+    """An :class:`Entry` for the line ``raw``, which is kept only when it is not the
+    canonical form of the rest."""
+    return Entry(key, value, ignore_failure, file, line,
+                 None if raw == _canonical(key, value, ignore_failure) else raw)
 
 
 @record
@@ -98,21 +126,45 @@ def dotted(key: str) -> str:
     return key.translate(str.maketrans("./", "/."))
 
 
-def parse(text: str, file: str) -> tuple[list[Entry], list[Warning_]]:
+def _systemd_lines(text: str) -> Iterator[str]:
+    """The lines of ``text`` as systemd ``read_line`` ends them, one at a time (a 4 MiB
+    file of short lines is not split into a million strings at once)."""
+    pos = 0
+    for m in _SYSTEMD_EOL.finditer(text):
+        yield text[pos:m.start()]
+        pos = m.end()
+    if pos < len(text):
+        yield text[pos:]
+
+
+def _procps_lines(text: str) -> Iterator[tuple[str, bool]]:
+    """(line, whether a newline ends it) as ``getline`` reads them, one at a time."""
+    pos, end = 0, len(text)
+    while pos < end:
+        i = text.find("\n", pos)
+        if i < 0:
+            yield text[pos:], False
+            return
+        yield text[pos:i], True
+        pos = i + 1
+
+
+def parse(text: str, file: str, *, limit: int | None = None
+          ) -> tuple[list[Entry], list[Warning_]]:
     """Parse one sysctl.d file the way systemd-sysctl's ``parse_file`` does.
 
     Comments start with ``#`` or ``;`` as the first non-blank character; ``-key = v``
     ignores write failures; ``-key`` alone is an exclusion entry; other lines without ``=``
     are warned about and ignored.  Raises :class:`ParseError` only for binary content.
+    With ``limit``, parsing stops once more than ``limit`` entries were found.
     """
     if "\x00" in text:
         raise ParseError("binary content (NUL byte); not a sysctl.d file", source=file)
     entries: list[Entry] = []
     warnings: list[Warning_] = []
-    lines = _SYSTEMD_EOL.split(text)
-    if lines and lines[-1] == "":
-        lines.pop()
-    for n, raw in enumerate(lines, 1):
+    for n, raw in enumerate(_systemd_lines(text), 1):
+        if limit is not None and len(entries) > limit:
+            break
         p = raw.strip(_SYSTEMD_WS)
         if not p or p[0] in "#;":
             continue
@@ -136,7 +188,7 @@ def parse(text: str, file: str) -> tuple[list[Entry], list[Warning_]]:
         if not key:
             warnings.append(Warning_(file, n, "empty key, ignoring"))
             continue
-        entries.append(Entry(key, value, ignore, file, n, raw))
+        entries.append(entry(key, value, ignore, file, n, raw))
     return entries, warnings
 
 
@@ -321,22 +373,21 @@ def _slashdot(key: str) -> str:
     return key
 
 
-def parse_procps(text: str, file: str) -> list[Entry]:
+def parse_procps(text: str, file: str, *, limit: int | None = None) -> list[Entry]:
     """Parse one file as procps-ng 4.0 ``sysctl --system`` does (``Preload`` and
     ``parse_setting_line``).  ``Entry.key`` is the path below ``/proc/sys/`` exactly as
     procps builds it (``slashdot``, not simplified: ``/vm/x`` keeps its slash), because
     procps compares these strings, not normalised keys, to let explicit entries and
-    exclusions stop a glob.  Raises :class:`ParseError` only for binary content.
+    exclusions stop a glob.  Raises :class:`ParseError` only for binary content.  With
+    ``limit``, parsing stops once more than ``limit`` entries were found.
     """
     if "\x00" in text:
         raise ParseError("binary content (NUL byte); not a sysctl.d file", source=file)
     entries: list[Entry] = []
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    for n, raw in enumerate(lines, 1):
+    for n, (raw, has_nl) in enumerate(_procps_lines(text), 1):
+        if limit is not None and len(entries) > limit:
+            break
         # getline() keeps the newline: a line of one character plus newline has rlen 2
-        has_nl = n < len(lines) or text.endswith("\n")
         line = raw + ("\n" if has_nl else "")
         if len(line) < 2:
             continue
@@ -359,7 +410,7 @@ def parse_procps(text: str, file: str) -> list[Entry]:
             key = _c_rstrip(key)
         if not key:
             continue
-        entries.append(Entry(_slashdot(key), value, ignore, file, n, raw))
+        entries.append(entry(_slashdot(key), value, ignore, file, n, raw))
     return entries
 
 

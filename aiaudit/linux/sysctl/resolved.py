@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import heapq
 import posixpath
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from aiaudit.core.host import Host
 from aiaudit.linux.sysctl import conf as sp
@@ -34,9 +34,9 @@ class Resolved:
 
     def __init__(self, cfg: SysctlConfig) -> None:
         self.cfg = cfg
-        self._systemd = _Buckets(cfg.entries, lambda e: e.key)
-        self._procps = _Buckets(cfg.procps_entries, _procps_path)
-        self._tuned: dict[str, list[sp.Entry]] | None = None
+        self._systemd = _Buckets(cfg.entries, _systemd_key)
+        self._procps = _Buckets(cfg.procps_entries, _procps_key)
+        self._tuned: _Buckets | None = None
 
     def systemd_entries(self, key: str) -> list[sp.Entry]:
         """The entries, in file order, that can decide ``key`` for systemd-sysctl (its
@@ -54,46 +54,74 @@ class Resolved:
         if posixpath.normpath(target) != target:
             entries: Sequence[sp.Entry] = self.cfg.procps_entries
         else:
-            entries = self._procps.get(target)
+            entries = self._procps.get(key)
         return sp.procps_decide(entries, key, globs=self.cfg.procps_globs,
                                 glob_exclude=self.cfg.procps_glob_exclude)
 
     def tuned_reapplied(self, key: str) -> list[sp.Entry]:
         """The literal lines that tuned's ``reapply_sysctl`` writes to ``key``, in order."""
         if self._tuned is None:
-            self._tuned = {}
-            for e in self.cfg.tuned_reapply_entries:
-                if not e.is_glob and e.value is not None:
-                    self._tuned.setdefault(e.key, []).append(e)
-        return self._tuned.get(key, [])
+            self._tuned = _Buckets(self.cfg.tuned_reapply_entries, _systemd_key)
+        return [e for e in self._tuned.get(key, globs=False) if e.value is not None]
 
 
-def _procps_path(e: sp.Entry) -> str:
-    """The path procps_decide compares with the target for a literal line."""
+def _systemd_key(e: sp.Entry) -> str:
+    """The bucket of a literal line for systemd-sysctl: its normalised key."""
+    return e.key
+
+
+def _procps_key(e: sp.Entry) -> str | None:
+    """The bucket of a literal line for procps: the key its path names once normalised as
+    procps_decide compares it with ``/proc/sys/<key>`` (``None``: a path outside
+    ``/proc/sys``, which no key names).  A plain path is its own key: the entry's string
+    is shared, not copied."""
     path = sp.PROC_SYS + e.key
     if "//" in path or "/." in path or path.endswith("/"):
-        return posixpath.normpath(path)
-    return path
+        path = posixpath.normpath(path)
+        return path[len(sp.PROC_SYS):] if path.startswith(sp.PROC_SYS) else None
+    return e.key
 
 
 class _Buckets:
-    """Entries by a key of literal lines, with every glob line, keeping file order."""
+    """Entries by the key of literal lines, with every glob line, keeping file order.
 
-    def __init__(self, entries: Sequence[sp.Entry], keyfn: Callable[[sp.Entry], str]) -> None:
-        self._by: dict[str, list[tuple[int, sp.Entry]]] = {}
-        self._globs: list[tuple[int, sp.Entry]] = []
+    Compact: a key maps to its one line (the common case) or a list of lines; only when
+    there are globs, whose lines must be merged in file order with a key's, are lines
+    kept as their indices.  100,000 one-line files cost a dictionary slot per line, not a
+    list, a tuple and an integer (35 MB before)."""
+
+    def __init__(self, entries: Sequence[sp.Entry],
+                 keyfn: Callable[[sp.Entry], str | None]) -> None:
+        self._entries = entries
+        self._globs = [i for i, e in enumerate(entries) if e.is_glob]
+        self._by: dict[str, object] = {}
+        by = self._by
+        indexed = bool(self._globs)
         for i, e in enumerate(entries):
-            if e.is_glob:
-                self._globs.append((i, e))
+            if indexed and e.is_glob:
+                continue
+            k = keyfn(e)
+            if k is None:
+                continue
+            item: object = i if indexed else e
+            had = by.get(k)
+            if had is None:
+                by[k] = item
+            elif isinstance(had, list):
+                had.append(item)
             else:
-                self._by.setdefault(keyfn(e), []).append((i, e))
+                by[k] = [had, item]
 
-    def get(self, key: str) -> list[sp.Entry]:
-        """Literal lines of ``key`` and every glob line, in file order."""
-        lits = self._by.get(key, [])
+    def get(self, key: str, *, globs: bool = True) -> list[sp.Entry]:
+        """Literal lines of ``key`` and (``globs``) every glob line, in file order."""
+        had = self._by.get(key)
+        lits: list[Any] = [] if had is None else had if isinstance(had, list) else [had]
         if not self._globs:
-            return [e for _, e in lits]
-        return [e for _, e in heapq.merge(lits, self._globs, key=lambda t: t[0])]
+            return list(lits)
+        ents = self._entries
+        if not globs:
+            return [ents[i] for i in lits]
+        return [ents[i] for i in heapq.merge(lits, self._globs)]
 
 
 def resolved(host: Host) -> Resolved:
