@@ -12,6 +12,11 @@ compares the value the lines set with the rule's expectation
 (:mod:`aiaudit.core.ruleset.predicates`, in limits.conf units: KiB for the size items, minutes
 for ``cpu``; ``unlimited`` is above every number).
 
+Live (the real ``/``), named users and every group membership are looked up through NSS as
+pam_limits does (``getpwnam``, ``getgrnam``, ``getgrouplist``), so directory users and groups
+(sssd, LDAP) are decided; offline a named user the files lack while nsswitch.conf names
+other sources is "could not look" (an error).
+
 An account no line sets the item for keeps what its session inherits (PID 1's limits on
 Debian before PAM 1.7, else the service's): that is reported as "not set", a failure unless
 ``unset: pass``.  Whether the login services load pam_limits at all is ``limits.pam_stack``.
@@ -48,6 +53,8 @@ from aiaudit.linux.accounts.users import (
     Accounts,
     accounts,
     accounts_error_evidence,
+    lookup_accounts,
+    nsswitch_evidence,
 )
 from aiaudit.linux.pam_limits import conf as lp
 from aiaudit.linux.pam_limits.conf import subject_for
@@ -59,6 +66,10 @@ from aiaudit.linux.pam_limits.files import (
     limits_search,
     pam_build,
 )
+from aiaudit.linux.pam_limits.shadowed import data as shadow_data
+from aiaudit.linux.pam_limits.shadowed import evidence as shadow_evidence
+from aiaudit.linux.pam_limits.shadowed import lost as lost_sides
+from aiaudit.linux.pam_limits.shadowed import winning_dropin
 
 ITEMS = (*lp.ITEMS, "maxlogins", "maxsyslogins")
 """Items this check compares (every rlimit pam_limits sets, and the login counts)."""
@@ -71,7 +82,6 @@ OTHER_UID = 4294967294
 a site writes, so only ``*`` and open ``N:`` ranges match it)."""
 MAX_LISTED = 10
 """Accounts named in a failure message (all are in ``data``)."""
-NSSWITCH = "/etc/nsswitch.conf"
 
 _BOUND = {"oneOf": [{"type": ["integer", "number"]}, {"const": "unlimited"}]}
 
@@ -97,7 +107,9 @@ SCHEMA: dict[str, Any] = {
         **predicates.schema_properties(
             {"type": ["integer", "string"]}, fields=False, bound=_BOUND),
     },
-    **predicates.constraint_rules(fields=False),
+    **predicates.constraint_rules(fields=False, ordered=predicates.ordered_value(
+        [{"type": "string", "pattern": "^\\s*([Uu]nlimited|UNLIMITED|[Ii]nfinity|INFINITY|-)"
+                                       "\\s*$"}], "a number or unlimited")),
 }
 
 
@@ -144,6 +156,11 @@ class Tally:
     nolimits: dict[str, Evidence] = field(default_factory=dict)
     """The ``<domain> -`` lines that leave an account unset."""
     per_user: dict[str, str] = field(default_factory=dict)
+    shadowed: list[lp.Shadow] = field(default_factory=list)
+    """Lines the failing accounts' deciding lines overrode (pam_limits order and rank)."""
+    domains: list[str] = field(default_factory=list)
+    """Domains of the lines that decide a failing value (not ``*``): a fix line for each,
+    read last, wins at the same rank."""
 
     def add(self, name: str, dec: lp.Decision, ask: Ask) -> Result | None:
         """Sort one account's decision; an error result when its value cannot be
@@ -169,7 +186,17 @@ class Tally:
                           expected=ask.want, evidence=(ev,) if ev else ())
         if not holds:
             self.bad.append((name, _spell(value), ev))
+            self._add_overridden(dec, ask, sd)
         return None
+
+    def _add_overridden(self, dec: lp.Decision, ask: Ask, sd: lp.Side) -> None:
+        """Note what a failing account's value overrode, and the domain a fix must use."""
+        known = {(x.line.file, x.line.line) for x in self.shadowed}
+        self.shadowed += [x for x in lost_sides(dec.shadowed, ask.item, ask.side)
+                          if (x.line.file, x.line.line) not in known]
+        if sd.line is not None and sd.line.domain != "*" \
+                and sd.line.domain not in self.domains:
+            self.domains.append(sd.line.domain)
 
     def _add_unset(self, name: str, nl: lp.Line | None) -> None:
         why = f"'{nl.raw}' at {nl.where} sets no limits" if nl is not None else "no line sets it"
@@ -186,7 +213,7 @@ def run(ctx: CheckContext) -> Iterator[Result]:
     pred = Predicate.from_params(p, _unlimited)
     ask = Ask(str(p["item"]), str(p["type"]), pred, pred.text().replace("inf", "unlimited"))
     try:
-        acc = accounts(host)
+        accounts(host)  # the files (every account of the '*' view)
     except NotFound:
         yield Result(Status.ERROR, ask.subject, "etc/passwd is missing: users cannot be "
                      "resolved", evidence=(PASSWD_MISSING,))
@@ -195,25 +222,57 @@ def run(ctx: CheckContext) -> Iterator[Result]:
         yield Result(Status.ERROR, ask.subject, f"cannot read users: {exc}",
                      evidence=(accounts_error_evidence(exc),))
         return
+    acc = lookup_accounts(host)  # live: NSS decides users and group memberships
+    try:
+        yield _judged(host, acc, ask, p)
+    except HostError as exc:  # NSS did not answer
+        yield Result(Status.ERROR, ask.subject, f"could not look up users or groups: {exc}",
+                     expected=ask.want, evidence=(nsswitch_evidence(host, "passwd"),
+                                                  nsswitch_evidence(host, "group")))
+
+
+def _judged(host: Host, acc: Accounts, ask: Ask, p: Mapping[str, Any]) -> Result:
+    """The rule's result once the accounts can be read."""
     build = pam_build(host)
     files, notes = limits_files(host, build, None)
     people, missing = judged_accounts(acc.db, p.get("users", "*"), bool(p.get("include_root")))
     if missing is not None:
-        yield Result(Status.ERROR, missing, f"{missing} is not in etc/passwd",
-                     evidence=(Evidence.file("/etc/passwd"),))
-        return
+        return _missing(host, acc, missing)
     variant = lp.Variant(debian_root=build.debian, nr_open=None)
     tally = Tally()
     for a in dict.fromkeys(people):
-        dec = lp.decide(files, subject_for(acc, a), {}, variant, items=(ask.item,))
+        dec = lp.decide(files, _subject(acc, a), {}, variant, items=(ask.item,))
         if dec.status == "failed":
-            yield _refused(host, files, build, ask, dec)
-            return
+            return _refused(host, files, build, ask, dec)
         err = tally.add(a.name, dec, ask)
         if err is not None:
-            yield err
-            return
-    yield verdict(host, acc, files, build, notes, ask, p, tally)
+            return err
+    return verdict(host, acc, files, build, notes, ask, p, tally)
+
+
+def _subject(acc: Accounts, a: pw.Account) -> lp.Subject:
+    """pam_limits' view of ``a``; the "any other user" stand-in is in no group when NSS
+    decides (it names no account a directory could be asked about)."""
+    if a.name == ANY_OTHER and acc.db.nss is not None:
+        return lp.Subject(a.name, a.uid, a.gid, in_group=lambda _n: False,
+                          in_gid=lambda _g: False)
+    return subject_for(acc, a)
+
+
+def _missing(host: Host, acc: Accounts, name: str) -> Result:
+    """A user the rule names that the system does not know, or an offline scan cannot
+    look up (NSS sources beyond the files would decide)."""
+    ns = nsswitch_evidence(host, "passwd")
+    if acc.db.nss is not None:
+        return Result(Status.ERROR, name, f"{name} does not exist on this host: NSS "
+                      f"({' '.join((ns.value or ns.source).split())}) knows no such user",
+                      evidence=(ns,))
+    if acc.remote_passwd:
+        return Result(Status.ERROR, name, f"could not look: {name} is not in etc/passwd, and "
+                      f"NSS sources beyond the files ({', '.join(acc.remote_passwd)}) would "
+                      "decide; an offline scan cannot ask them", evidence=(ns,))
+    return Result(Status.ERROR, name, f"{name} is not in etc/passwd",
+                  evidence=(Evidence.file("/etc/passwd"),))
 
 
 def judged_accounts(db: pw.Database, users: Any, include_root: bool
@@ -278,7 +337,14 @@ def _failed(host: Host, files: list[tuple[str, Read]], build: PamBuild, note: st
     listed = "; ".join(f"{n} {v}" + (f" ({e.source})" if e else "")
                        for n, v, e in failing[:MAX_LISTED])
     more = f" and {len(failing) - MAX_LISTED} more" if len(failing) > MAX_LISTED else ""
-    evidence = tuple(e for _, _, e in failing if e)
+    evidence = tuple(dict.fromkeys(e for _, _, e in failing if e))
+    deciding = {e.source for e in evidence}
+    # a line that lost for one account but decides another's failing value is shown once,
+    # as a decider
+    shadows = [x for x in tally.shadowed if x.line.where not in deciding]
+    if shadows:
+        evidence += shadow_evidence(shadows)
+        data["overridden"] = shadow_data(shadows)
     if outcome == "fail" and tally.unset:
         evidence += _unset_evidence(host, files, build, ask, tally.unset,
                                     list(tally.nolimits.values()))
@@ -286,21 +352,29 @@ def _failed(host: Host, files: list[tuple[str, Read]], build: PamBuild, note: st
                   f"accounts miss {ask.side} {ask.item} {ask.want}: {listed}{more}{note}",
                   expected=ask.want, actual=failing[0][1], aspect=Aspect.CONFIG,
                   evidence=evidence or tuple(tally.deciders.values()), data=data,
-                  remediation=_fix(ask, users))
+                  remediation=_fix(host, ask, users, tally))
 
 
-def _fix(ask: Ask, users: Any) -> Remediation:
-    """A ``*`` line in the policy drop-in (for ``users: '*'``), or the bound to set."""
+def _fix(host: Host, ask: Ask, users: Any, tally: Tally) -> Remediation:
+    """Lines in a limits.d file read after every other one: ``*`` (for ``users: '*'``)
+    and, for each user, uid-range or @group line that decides a failing value, a line of
+    the same domain (same rank, read last: it wins; a ``*`` line never beats those)."""
     who = "every account" if users == "*" else ", ".join(users)
     value = _fix_value(ask.pred)
-    line = f"* {ask.side} {ask.item} {value}" if users == "*" else None
+    domains = (["*"] if users == "*" else []) + tally.domains
+    if users != "*":
+        domains += [n for n, v, e in tally.bad if e is None and n not in domains]
+        domains += [n for n in tally.unset if n not in domains]
+    if value == "?" or not domains:
+        return Remediation(f"Set {ask.side} {ask.item} so that it is {ask.want} for {who}.")
+    target = winning_dropin(host, DROPIN)
+    lines = "".join(f"{d} {ask.side} {ask.item} {value}\n" for d in domains)
+    keeps = (" (it is read after every other limits.d file, and each line has the rank of "
+             "the line it replaces: the last one read wins)" if tally.domains else
+             " (read after every other limits.d file)")
     return Remediation(
-        f"Set {ask.side} {ask.item} so that it is {ask.want} for {who}"
-        + (f" in {DROPIN}, and remove or change the lines that give some users "
-           "another value (a user, uid-range or @group line beats '*')"
-           if line else "") + ".",
-        (Snippet.file(DROPIN, line + "\n", f"{ask.side} {ask.item} for every user"),)
-        if line and value != "?" else ())
+        f"Set {ask.side} {ask.item} {value} for {who} in {target}{keeps}.",
+        (Snippet.file(target, lines, f"{ask.side} {ask.item} for {who}"),))
 
 
 def _unknown(host: Host, acc: Accounts, ask: Ask, tally: Tally, data: dict[str, Any]
@@ -312,9 +386,7 @@ def _unknown(host: Host, acc: Accounts, ask: Ask, tally: Tally, data: dict[str, 
                   f"{sources})", expected=ask.want, data=data,
                   evidence=(*(Evidence.file(ln.file, ln.line, ln.raw)
                               for ln in tally.uncertain[:3]),
-                            Evidence.file(NSSWITCH, None, "group sources: " + sources)
-                            if host.is_file(NSSWITCH) else
-                            Evidence.default("group sources", sources)))
+                            nsswitch_evidence(host, "group")))
 
 
 def _unset_evidence(host: Host, files: list[tuple[str, Read]], build: PamBuild, ask: Ask,

@@ -9,6 +9,12 @@ from /proc/1/limits with soft nofile capped at 1024 before PAM 1.7) and the limi
 service itself runs with when pam_limits leaves a limit alone.  The value is then compared
 with the rule's ``min`` (and ``max``), in limits.conf units.
 
+The user and its groups are resolved as pam_limits resolves them
+(:func:`aiaudit.linux.accounts.users.training_user`): live through NSS (``getpwnam``,
+``getgrnam``, ``getgrouplist``; a directory user of sssd/LDAP is judged like a local one,
+each lookup bounded in time), offline from the root's files, where a user the files lack
+while nsswitch.conf names other sources is an error ("could not look"), never a skip.
+
 Sources: pam_limits(8), limits.conf(5), ``modules/pam_limits/pam_limits.c`` (Debian 12 build,
 checked against the real module in ``tests/oracle``), sshd_config(5) ``UsePAM``.
 """
@@ -34,7 +40,11 @@ from aiaudit.core.startup.records import record
 from aiaudit.linux.accounts import passwd as pw
 from aiaudit.linux.accounts.users import Accounts, training_user
 from aiaudit.linux.pam_limits import conf as lp
+from aiaudit.linux.pam_limits.files import LIMITS_D
 from aiaudit.linux.pam_limits.session import DROPIN, Effective, effective
+from aiaudit.linux.pam_limits.shadowed import data as shadow_data
+from aiaudit.linux.pam_limits.shadowed import evidence as shadow_evidence
+from aiaudit.linux.pam_limits.shadowed import lost as lost_sides
 from aiaudit.linux.pam_limits.stack import not_applicable
 from aiaudit.linux.pam_limits.start import ITEM_KEYS
 
@@ -49,7 +59,12 @@ SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
     "required": ["item", "type"],
     "properties": {
-        "item": {"enum": list(ITEM_KEYS)},
+        "item": {"enum": list(ITEM_KEYS),
+                 "aiaudit_message": "limits.effective follows one user's login for nofile "
+                                    "and memlock only; for any other pam_limits item (core, "
+                                    "nproc, stack, as, maxlogins...) use check "
+                                    "limits.configured (what limits.conf and limits.d give "
+                                    "every account)"},
         "type": {"enum": ["soft", "hard"]},
         "min": {**MIN_SCHEMA, "description": "least acceptable value (count for nofile, KiB for "
                 "memlock as in limits.conf, or 'unlimited')"},
@@ -142,7 +157,8 @@ def judge(user: pw.Account, service: str, want: Want, eff: Effective) -> Result:
     value = eff.values[item][idx]
     ev = (*tuple(eff.evidence), eff.deciders[item][idx]) if eff.deciders else \
         tuple(eff.evidence)
-    data = {"soft": lp.fmt(eff.values[item][0]), "hard": lp.fmt(eff.values[item][1]),
+    data: dict[str, Any] = {"soft": lp.fmt(eff.values[item][0]),
+                            "hard": lp.fmt(eff.values[item][1]),
             "service": service, "pam_limits": eff.pam_applies}
     actual = lp.fmt(value, item)
     head = f"{side} {item} of {user.name} via {service} is {actual}{_source(eff, item, idx)}"
@@ -157,10 +173,31 @@ def judge(user: pw.Account, service: str, want: Want, eff: Effective) -> Result:
         return Result(Status.PASS, subject, f"{head}.{lost_txt} {eff.message}",
                       expected=want.expected, actual=actual, aspect=Aspect.CONFIG, evidence=ev,
                       data=data)
+    ev = _with_overridden(ev, data, eff, item, side)
     return Result(Status.FAIL, subject,
                   f"{head}, expected {want.expected}.{lost_txt} {eff.message}",
                   expected=want.expected, actual=actual, aspect=Aspect.CONFIG, evidence=ev,
                   data=data, remediation=remediation(user, service, want, eff))
+
+
+def _with_overridden(ev: tuple[Evidence, ...], data: dict[str, Any], eff: Effective,
+                     item: str, side: str) -> tuple[Evidence, ...]:
+    """A failure's evidence with the lines its side overrode (each saying why it lost,
+    replacing its plain entry), listed in ``data["overridden"]`` too."""
+    src, unit_lost = eff.start_overridden.get(item, ("", ()))
+    if unit_lost and eff.deciders and eff.deciders[item][0 if side == "soft" else 1].source \
+            == src:  # the service's own limit decides: its unit's lost assignments
+        from aiaudit.linux.systemd import shadowed as unit_shadowed
+
+        data["overridden"] = unit_shadowed.data(unit_lost)
+        return (*ev, *unit_shadowed.evidence(unit_lost))
+    shadows = lost_sides(eff.shadowed, item, side)
+    if not shadows:
+        return ev
+    shown = shadow_evidence(shadows)
+    data["overridden"] = shadow_data(shadows)
+    sources = {x.source for x in shown}
+    return (*(e for e in ev if e.source not in sources), *shown)
 
 
 def _source(eff: Effective, item: str, idx: int) -> str:
@@ -195,7 +232,9 @@ def remediation(user: pw.Account, service: str, want: Want, eff: Effective) -> R
         lines.append(f"{user.name} hard {item} {least_text}")
     target = eff.conf_target or DROPIN
     note = (f" ({target} is the conf= file of pam_limits: limits.d is not read)"
-            if target != DROPIN else "")
+            if not target.startswith(LIMITS_D + "/") else
+            f" (read after every other limits.d file: among {user.name}'s lines the last "
+            "read wins)")
     return Remediation(
         f"Raise {side} {item} for {user.name} in {target}{note}; new sessions get it.",
         (Snippet.file(target, "\n".join(lines) + "\n",

@@ -256,3 +256,93 @@ def stack_predict(case: dict[str, Any], base: Path) -> str:
             continue
         return "ran"
     return "skipped"
+
+
+# ------------------------------------------------------------------ directory users (NSS)
+# Users and groups only NSS knows (libnss-extrausers, /var/lib/extrausers), as an sssd/LDAP
+# cluster has them: the machine's files hold root and one local group listing a directory
+# user.  Hand-made, in the shapes getent prints for such users.
+NSS_PASSWD = ("ldapuser:x:5001:5001:LDAP user:/home/ldapuser:/bin/sh\n"
+              "ldap2:x:6001:5003:second LDAP user:/home/ldap2:/bin/sh\n")
+NSS_GROUP = ("ldapgrp:x:5001:\ngpu:x:5002:ldapuser\nhpc:x:5003:ldapuser\n"
+             "ldap2only:x:5004:ldap2\n")
+NSS_NSSWITCH = ("passwd:         files extrausers\ngroup:          files extrausers\n"
+                "shadow:         files\n")
+LOCAL_PASSWD = "root:x:0:0:root:/root:/bin/sh\n"
+LOCAL_GROUP = "root:x:0:\nvideo:x:44:ldapuser\n"
+NSS_USERS = ["ldapuser", "ldapuser", "ldap2"]
+NSS_DOMAINS = ["*", "*", "ldapuser", "ldap2", "@ldapgrp", "@gpu", "@gpu", "@hpc", "@video",
+               "@ldap2only", "@:5002", "@:44", "@:5003", "@5001:", "@5000:5002", "@5003:5003",
+               "5000:", ":5001", "6000:7000", "@nonexist", "@root", "root"]
+NSS_NOLIMITS = ["@gpu -", "ldap2 -", "@hpc -", "@video -"]
+LIMIT_RULES = {"LIMITS-NOFILE-SOFT": ("nofile", 0), "LIMITS-NOFILE-HARD": ("nofile", 1),
+               "LIMITS-MEMLOCK-SOFT": ("memlock", 0), "LIMITS-MEMLOCK-HARD": ("memlock", 1)}
+"""The shipped limits rules (dl-training) and the session limit each one judges."""
+
+
+def _nss_values(item: str, ceiling: dict[str, int], can_raise: bool, nr_open: int
+                ) -> list[str]:
+    """Values in limits.conf units the kernel accepts for this test process: without
+    CAP_SYS_RESOURCE a hard limit may not go above the session's (the ceiling)."""
+    if item == "nofile":
+        top = ceiling["nofile"]
+        out = [v for v in ("2048", "4096", "8192", "16384", "65536") if int(v) <= top]
+        return out + (["unlimited"] if can_raise or nr_open <= top else [])
+    top = ceiling["memlock"]
+    out = [v for v in ("64", "1024", "4096", "8192") if top == -1 or int(v) * 1024 <= top]
+    return out + (["unlimited"] if can_raise or top == -1 else [])
+
+
+def nss_cases(n: int, ceiling: dict[str, int], *, can_raise: bool, nr_open: int,
+              seed: int = 7) -> list[dict[str, Any]]:
+    """``n`` driver cases whose user exists only through NSS, each with ``scan``: the
+    shipped limits and training-user rules, live, for that user."""
+    rng = random.Random(seed)
+    cases = []
+    for i in range(n):
+        def line() -> str:
+            if rng.random() < 0.06:
+                return rng.choice(NSS_NOLIMITS)
+            item = rng.choice(["nofile", "memlock"])
+            return " ".join([rng.choice(NSS_DOMAINS), rng.choice(["soft", "hard", "-", "-"]),
+                             item, rng.choice(_nss_values(item, ceiling, can_raise,
+                                                          nr_open))])
+
+        files: dict[str, Any] = {
+            "limits.conf": "".join(line() + "\n" for _ in range(rng.randint(1, 5)))}
+        if rng.random() < 0.5:
+            files["limits.d/90-site.conf"] = "".join(line() + "\n"
+                                                     for _ in range(rng.randint(1, 3)))
+        user = NSS_USERS[i % len(NSS_USERS)]
+        cases.append({
+            "id": f"nss{i}", "files": files, "passwd": LOCAL_PASSWD, "group": LOCAL_GROUP,
+            "user": user, "service": "sshd",
+            "pamd": {"sshd": "session required pam_limits.so\n"},
+            "nss": {"nsswitch": NSS_NSSWITCH, "passwd": NSS_PASSWD, "group": NSS_GROUP},
+            "pid1": {"nofile": [rng.choice([900, 1024, 5000]), ceiling["nofile"]],
+                     "memlock": [rng.choice([65536, 1048576]), ceiling["memlock"]]},
+            "child": {"nofile": [1000, ceiling["nofile"]],
+                      "memlock": [32768, ceiling["memlock"]]},
+            "scan": None,  # filled in by the test (the aiaudit it runs)
+        })
+    return cases
+
+
+def scan_limits(scan: dict[str, Any]) -> dict[str, Any]:
+    """From a live scan's JSON report: each limits rule's (status, value) and the
+    training-user rules' statuses; ``nolimits`` when the model says a no-limits line
+    leaves the session with what it had."""
+    import json
+
+    report = json.loads(scan["out"])
+    got: dict[str, Any] = {"nolimits": False}
+    for r in report["results"]:
+        rid = r["rule_id"]
+        if rid in LIMIT_RULES:
+            _item, idx = LIMIT_RULES[rid]
+            value = r.get("data", {}).get("hard" if idx else "soft")
+            got[rid] = -1 if value == "unlimited" else (int(value) if value else None)
+            got["nolimits"] |= "sets no limits at all" in r["message"]
+        got[f"{rid}:status"] = r["status"]
+        got[f"{rid}:message"] = r["message"]
+    return got

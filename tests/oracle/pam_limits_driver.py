@@ -13,6 +13,14 @@ relative to /etc/security; ``null`` = absent; ``{"link": target}`` = symlink), `
 of PID 1 and of the process that opens the session; ``items`` (default nofile and memlock;
 also core, nproc) the limits to report.  Each result: ``open`` (the return code of
 pam_open_session) and those limits of the session process after it.
+
+Directory users (``nss``: ``{"nsswitch": text, "passwd": text, "group": text}``): the users
+and groups only NSS knows, served by libnss-extrausers from ``/var/lib/extrausers`` and named
+by the case's ``/etc/nsswitch.conf``; ``/etc/ssh`` then holds only ``sshd_config``
+(``sshd_config`` of the case, default ``UsePAM yes``).  ``scan`` (an argv): after the session,
+the driver runs it in the same namespaces (the same files, NSS and PID 1) and adds ``scan``
+(``{"rc": code, "out": stdout, "err": stderr}``) to the result: a live aiaudit scan judged on
+exactly what the real module saw.
 """
 
 from __future__ import annotations
@@ -112,9 +120,40 @@ def main() -> int:
     try:
         return _run(cases, tmp)
     finally:
-        for dst in ("/etc/security", "/etc/pam.d", "/etc/passwd", "/etc/group"):
+        for dst in ("/etc/security", "/etc/pam.d", "/etc/passwd", "/etc/group", *NSS_MOUNTS):
             subprocess.run(["umount", dst], capture_output=True)
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+NSS_MOUNTS = ("/etc/nsswitch.conf", "/var/lib/extrausers", "/etc/ssh")
+
+
+def _nss_binds(tmp: str) -> dict[str, str]:
+    """Bind the case-owned NSS files (nsswitch.conf, the extrausers folder, /etc/ssh) over
+    the machine's, in this private mount namespace; their paths here."""
+    paths = {"nsswitch": os.path.join(tmp, "nsswitch.conf"),
+             "extrausers": os.path.join(tmp, "extrausers"), "ssh": os.path.join(tmp, "ssh")}
+    _overwrite(paths["nsswitch"], "")
+    os.mkdir(paths["extrausers"])
+    os.mkdir(paths["ssh"])
+    for src, dst in zip(paths.values(), NSS_MOUNTS, strict=True):
+        subprocess.run(["mount", "--bind", src, dst], check=True)
+    return paths
+
+
+def _nss_case(paths: dict[str, str], case: dict) -> None:
+    nss = case["nss"]
+    _overwrite(paths["nsswitch"], nss["nsswitch"])
+    for name in ("passwd", "group"):
+        _overwrite(os.path.join(paths["extrausers"], name), nss[name])
+    _overwrite(os.path.join(paths["ssh"], "sshd_config"),
+               case.get("sshd_config", "UsePAM yes\n"))
+
+
+def _scan(argv: list[str]) -> dict:
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=120,
+                          stdin=subprocess.DEVNULL)
+    return {"rc": proc.returncode, "out": proc.stdout, "err": proc.stderr[-4000:]}
 
 
 def _run(cases: list[dict], tmp: str) -> int:
@@ -127,9 +166,12 @@ def _run(cases: list[dict], tmp: str) -> int:
                      (os.path.join(tmp, "passwd"), "/etc/passwd"),
                      (os.path.join(tmp, "group"), "/etc/group")):
         subprocess.run(["mount", "--bind", src, dst], check=True)
+    nss_paths = _nss_binds(tmp) if any("nss" in c for c in cases) else None
     libpam = ctypes.CDLL("libpam.so.0")
     results = []
     for case in cases:
+        if nss_paths is not None and "nss" in case:
+            _nss_case(nss_paths, case)
         _write_tree(sec, case.get("files") or {})
         _overwrite(os.path.join(tmp, "passwd"), case["passwd"])
         _overwrite(os.path.join(tmp, "group"), case["group"])
@@ -160,6 +202,8 @@ def _run(cases: list[dict], tmp: str) -> int:
         os.close(r)
         os.waitpid(pid, 0)
         results.append(json.loads(b"".join(chunks) or b'{"error": "no output"}'))
+        if case.get("scan"):
+            results[-1]["scan"] = _scan(case["scan"])
     json.dump(results, sys.stdout)
     return 0
 

@@ -18,7 +18,7 @@ from typing import Any, Callable, Mapping, Sequence
 from aiaudit.api import CheckSpec
 from aiaudit.core import resources
 from aiaudit.core.errors import RulesetError, UsageError
-from aiaudit.core.model import RuleInfo, Severity
+from aiaudit.core.model import SEVERITIES, RuleInfo, Severity
 from aiaudit.core.plugins import Registry
 from aiaudit.core.ruleset import composite
 from aiaudit.core.ruleset.composite import with_defaults
@@ -93,6 +93,7 @@ def schema_problems(instance: Any, schema_doc: Mapping[str, Any], doc: Located,
     out = []
     errors = sorted(validator.iter_errors(instance), key=lambda e: list(map(str, e.absolute_path)))
     for err in errors:
+        err = _own_message(err) or err
         path = [*base, *err.absolute_path]
         where = doc.where(path)
         at = "/".join(str(p) for p in path) or "(top)"
@@ -120,10 +121,32 @@ def _format_checker() -> Any:
     return checker
 
 
+def _own_message(err: Any, depth: int = 0) -> Any:
+    """Within a ``oneOf``/``anyOf`` that failed (a per-field expectation: ``null`` or an
+    object), the deeper error a check's schema words itself (``aiaudit_message``), so
+    the message names the value at fault and says what is wanted; ``None`` if none."""
+    for sub in getattr(err, "context", None) or ():
+        own = sub.schema.get("aiaudit_message") if isinstance(sub.schema, dict) else None
+        if own is not None and (isinstance(own, str) or sub.validator in own):
+            return sub
+        if depth < 4:
+            found = _own_message(sub, depth + 1)
+            if found is not None:
+                return found
+    return None
+
+
 def _short(err: Any) -> str:
     """A readable jsonschema message (without dumping a whole sub-document)."""
     if err.validator == "format" and err.cause is not None:
         return f"{str(err.instance)[:80]!r}: {err.cause}"
+    own = err.schema.get("aiaudit_message") if isinstance(err.schema, dict) else None
+    if isinstance(own, dict):  # per keyword
+        own = own.get(err.validator)
+    if isinstance(own, str):  # a check's schema says what it takes (predicates.SCHEMA_MESSAGE)
+        if isinstance(err.instance, dict):
+            return own
+        return f"{str(err.instance)[:80]!r}: {own}"
     msg = str(err.message)
     if err.validator == "additionalProperties":
         return msg.replace("Additional properties are not allowed", "unknown key(s)")
@@ -197,6 +220,7 @@ def load(ref: str, registry: Registry, *, validate: bool | None = None,
     seen: list[str] = []
     ref_now: str | None = ref
     base_dir: str | None = None
+    early: list[str] = []  # schema problems: reported with those binding finds, in one run
     while ref_now is not None:
         try:
             raw = _load_doc(ref_now, registry, base_dir, validate)
@@ -225,15 +249,31 @@ def load(ref: str, registry: Registry, *, validate: bool | None = None,
         if must_validate:
             problems += yamlpos.duplicate_keys(raw.doc)
             problems += schema_problems(data, schema("ruleset.schema.json"), raw.doc)
-        if problems:
-            raise RulesetError(problems)
+        early += problems
         ext = data.get("extends")
         ref_now = ext if isinstance(ext, str) else None
         if ref_now is not None and "\0" in ref_now:  # os.stat would raise ValueError
             raise RulesetError([f"{raw.doc.where(['extends'])}: extends: a NUL byte at "
                                 f"character {ref_now.index(chr(0)) + 1} of the name"])
         base_dir = os.path.dirname(raw.path) if raw.path else None
-    return _merge_and_bind(list(reversed(chain)), registry, validate, select)
+    if not early:
+        return _merge_and_bind(list(reversed(chain)), registry, validate, select)
+    raise RulesetError(early + _later_problems(chain, registry, validate, select))
+
+
+def _later_problems(chain: list[_Raw], registry: Registry, validate: bool | None,
+                    select: Callable[[str], bool] | None) -> list[str]:
+    """What merging and binding find in a chain whose documents broke the ruleset schema
+    (a bad severity, a missing title): the rules that still have an id and a check are
+    bound and their params checked, so one ``aiaudit validate`` run lists every problem.
+    A document too broken to merge gives nothing more."""
+    try:
+        _merge_and_bind(list(reversed(chain)), registry, validate, select, lenient=True)
+    except RulesetError as exc:
+        return list(exc.problems)
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return []
+    return []
 
 
 @record(frozen=False)
@@ -248,13 +288,20 @@ class _Merged:
     problems: list[str] = field(default_factory=list)
 
 
-def _merge(chain: list[_Raw]) -> _Merged:
-    """Apply the chain base-first: each document's rules, then its overrides."""
+def _merge(chain: list[_Raw], lenient: bool = False) -> _Merged:
+    """Apply the chain base-first: each document's rules, then its overrides.
+    ``lenient``: skip what the ruleset schema already refused (a rule without a string
+    id, a rules list that is not a list)."""
     m = _Merged()
     for raw in chain:
         data = raw.doc.data
+        if lenient and not _mergeable(data):
+            continue
         m.settings.update(data.get("settings") or {})
         for i, rule in enumerate(data.get("rules") or []):
+            if lenient and not (isinstance(rule, dict) and isinstance(rule.get("id"), str)
+                                and isinstance(rule.get("check", ""), str)):
+                continue
             rid = rule["id"]
             if rid in m.rules:
                 first = m.where[rid][0].where(m.where[rid][1])
@@ -268,6 +315,14 @@ def _merge(chain: list[_Raw]) -> _Merged:
         for rid, ov in (data.get("overrides") or {}).items():
             _override(m, raw, rid, ov)
     return m
+
+
+def _mergeable(data: Any) -> bool:
+    """The parts :func:`_merge` walks have the shapes it needs."""
+    return (isinstance(data.get("settings") or {}, dict)
+            and isinstance(data.get("rules") or [], list)
+            and isinstance(data.get("overrides") or {}, dict)
+            and all(isinstance(v, dict) for v in (data.get("overrides") or {}).values()))
 
 
 def _override(m: _Merged, raw: _Raw, rid: str, ov: Mapping[str, Any]) -> None:
@@ -286,9 +341,11 @@ def _override(m: _Merged, raw: _Raw, rid: str, ov: Mapping[str, Any]) -> None:
 
 
 def _merge_and_bind(chain: list[_Raw], registry: Registry, validate: bool | None,
-                    select: Callable[[str], bool] | None = None) -> Ruleset:
-    """Apply the chain base-first; then bind each rule to its check and check params."""
-    m = _merge(chain)
+                    select: Callable[[str], bool] | None = None, *,
+                    lenient: bool = False) -> Ruleset:
+    """Apply the chain base-first; then bind each rule to its check and check params.
+    ``lenient`` (for :func:`_later_problems`): skip what the schema refused."""
+    m = _merge(chain, lenient)
     bound: list[Rule] = []
     unbound: list[str] = []
     disabled: list[str] = []
@@ -300,10 +357,14 @@ def _merge_and_bind(chain: list[_Raw], registry: Registry, validate: bool | None
             disabled.append(rid)
         elif lazy is not None and not lazy(rid):  # not needed by this run: left unbound
             unbound.append(rid)
+        elif lenient and not _bindable(rule):
+            continue
         else:
             bound += _bind(m, rid, rule, registry, checking)
     if m.problems:
         raise RulesetError(m.problems)
+    if lenient:
+        raise RulesetError([])
     top = chain[-1].doc.data
     return Ruleset(
         name=str(top["ruleset"]),
@@ -316,6 +377,15 @@ def _merge_and_bind(chain: list[_Raw], registry: Registry, validate: bool | None
         source=chain[-1].path or chain[-1].doc.origin,
         unbound=tuple(unbound),
     )
+
+
+def _bindable(rule: dict[str, Any]) -> bool:
+    """A rule whose check :func:`_bind` can look up and whose params it can check: a check
+    name (or one composite kind) and params that are a mapping (the schema reported the
+    rest)."""
+    kinds = [k for k in composite.KINDS if k in rule]
+    return ((isinstance(rule.get("check"), str) or len(kinds) == 1)
+            and isinstance(rule.get("params") or {}, dict))
 
 
 def _bind(m: _Merged, rid: str, rule: dict[str, Any], registry: Registry,
@@ -352,6 +422,8 @@ def _bind(m: _Merged, rid: str, rule: dict[str, Any], registry: Registry,
     elif checking:
         m.problems.extend(f"{p} (rule {rid})" for p in
                           schema_problems(params, check.params_schema, pdoc, ppath))
+    if rule.get("severity") not in SEVERITIES or not isinstance(rule.get("title"), str):
+        return []  # only with lenient merging: the ruleset schema reported it
     info = RuleInfo(
         id=rid,
         check=check.id,

@@ -44,9 +44,12 @@ _NUMBER = {"type": ["integer", "number"]}
 
 
 def schema_properties(value: Mapping[str, Any] | None = None, *, fields: bool = True,
-                      bound: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                      bound: Mapping[str, Any] | None = None,
+                      ordered: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """JSON-Schema ``properties`` of the predicate params; ``value`` is the schema of one
-    expected value (default: integer, number or string), ``bound`` that of ``min`` /
+    expected value (default: integer, number or string), ``ordered`` that of a value an
+    ordering ``op`` compares in a per-field expectation (:func:`constraint_rules`),
+    ``bound`` that of ``min`` /
     ``max`` (default: a number; sshd also takes a time such as ``5m``)."""
     one = dict(value) if value is not None else {"type": ["integer", "number", "string"]}
     num = dict(bound) if bound is not None else _NUMBER
@@ -72,7 +75,7 @@ def schema_properties(value: Mapping[str, Any] | None = None, *, fields: bool = 
     if fields:
         item = {"type": "object", "additionalProperties": False,
                 "properties": schema_properties(value, fields=False, bound=bound),
-                **constraint_rules(fields=False)}
+                **constraint_rules(fields=False, ordered=ordered)}
         props["fields"] = {"type": "array", "minItems": 1,
                            "items": {"oneOf": [{"type": "null"}, item]},
                            "description": "per-field expectations of a multi-field value "
@@ -83,15 +86,46 @@ def schema_properties(value: Mapping[str, Any] | None = None, *, fields: bool = 
     return props
 
 
-def constraint_rules(*, fields: bool = True) -> dict[str, Any]:
+ORDERING_OPS = ("lt", "le", "gt", "ge")
+"""The ``op`` values that compare numbers (:func:`aiaudit.core.ruleset.compare.holds`)."""
+NUMBER_TEXT = r"^\s*[+-]?([0-9][0-9_]*\.?[0-9_]*|\.[0-9]+)([eE][+-]?[0-9]+)?\s*$"
+"""A string :func:`aiaudit.core.ruleset.compare._num` reads as a number (``"10"``,
+``" 0.5 "``, ``1e3``)."""
+NUMERIC_VALUE: dict[str, Any] = {"anyOf": [_NUMBER, {"type": "string", "pattern": NUMBER_TEXT}]}
+"""The schema of a ``value`` an ordering ``op`` can compare: a number."""
+SCHEMA_MESSAGE = "aiaudit_message"
+"""A schema keyword of aiaudit's own: the message ``aiaudit validate`` gives when the
+subschema that carries it refuses a value (a text), or refuses it through one keyword
+(``{"anyOf": text}``); JSON Schema ignores unknown keywords."""
+
+
+def ordered_value(alternatives: Sequence[Mapping[str, Any]] = (), what: str = "a number"
+                  ) -> dict[str, Any]:
+    """The schema of a ``value`` that ``lt``/``le``/``gt``/``ge`` compare: a number, or
+    one of ``alternatives`` (a check's own spellings: ``unlimited``, a time ``5m``);
+    ``what`` names them for the message."""
+    return {"anyOf": [*NUMERIC_VALUE["anyOf"], *alternatives],
+            SCHEMA_MESSAGE: f"op lt, le, gt and ge compare numbers: the value must be {what}"}
+
+
+def constraint_rules(*, fields: bool = True,
+                     ordered: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Schema keywords tying the predicate params together: at least one constraint,
-    ``op`` and ``value`` together, an exclusive flag only with its bound."""
+    ``op`` and ``value`` together, an exclusive flag only with its bound, and a number
+    (``ordered``, default :func:`ordered_value`) as the value of an ordering ``op`` (so
+    ``op: le, value: ten`` is an ``aiaudit validate`` error with its position, not a scan
+    error)."""
     keys = [k for k in CONSTRAINT_KEYS if fields or k != "fields"]
     return {
         "anyOf": [{"required": [k]} for k in keys],
         "dependentRequired": {"op": ["value"], "value": ["op"],
                               "min_exclusive": ["min"], "max_exclusive": ["max"],
                               **({"field_separator": ["fields"]} if fields else {})},
+        SCHEMA_MESSAGE: {"anyOf": "the rule states no expectation: give op and value, "
+                                  f"or any of {', '.join(keys[1:])}"},
+        "if": {"required": ["op"], "properties": {"op": {"enum": list(ORDERING_OPS)}}},
+        "then": {"properties": {"value": dict(ordered) if ordered is not None
+                                else ordered_value()}},
     }
 
 

@@ -254,6 +254,22 @@ class Decision:
     """Lines whose domain match is unknown (NSS-only membership)."""
     ignored: list[tuple[Line, str]] = field(default_factory=list)
     """Matching lines the module ignored, with why (bad value, % domain...)."""
+    shadowed: list[Shadow] = field(default_factory=list)
+    """Matching lines whose value did not survive: a later line of the same or a better
+    rank overwrote it, or a line of a better rank had set the side before it."""
+
+
+@record
+class Shadow:
+    """A matching limit line that lost one side of its item to another line."""
+
+    line: Line
+    side: str
+    """``soft`` or ``hard``: the side it lost."""
+    by: Line
+    """The line that holds that side instead (at the time it lost)."""
+    why: str
+    """Why it lost, in pam_limits' terms."""
 
 
 def _match(line: Line, who: Subject) -> tuple[int, bool | None] | None:
@@ -374,12 +390,48 @@ def _limit_line(ln: Line, who: Subject, variant: Variant, wanted: frozenset[str]
     for idx, name, types in ((0, "soft", ("soft", "-")), (1, "hard", ("hard", "-"))):
         if ln.type not in types:
             continue
-        if sides[idx].rank < rank:
+        prev = sides[idx]
+        if prev.rank < rank:
             # returns for the whole line: a lost soft side leaves the hard side untouched
             dec.ignored.append((ln, f"{name} side already set by a "
-                                    f"{RANK_NAMES[sides[idx].rank]} entry"))
+                                    f"{RANK_NAMES[prev.rank]} entry"))
+            if prev.line is not None:
+                _lost_on_rank(dec, ln, idx, prev, rank)
             return
+        if prev.line is not None:
+            dec.shadowed.append(Shadow(prev.line, name, ln, _overwritten_why(prev, ln, rank)))
         sides[idx] = Side(v, rank, ln)
+
+
+def _lost_on_rank(dec: Decision, ln: Line, idx: int, prev: Side, rank: int) -> None:
+    """Record ``ln`` losing to the better-ranked line behind ``prev`` (pam_limits
+    ``process_limit``): a lost soft side of a ``-`` line skips its hard side too."""
+    by = prev.line
+    assert by is not None
+    why = (f"{by.where} is a {_kind(prev.rank)} line, set first: it beats a "
+           f"{_kind(rank)} line wherever that is read")
+    sides = ("soft", "hard") if idx == 0 and ln.type == "-" else (("soft", "hard")[idx],)
+    for side in sides:
+        extra = " (a '-' line whose soft side loses sets no hard side either)" \
+            if side == "hard" and idx == 0 else ""
+        dec.shadowed.append(Shadow(ln, side, by, why + extra))
+
+
+def _overwritten_why(prev: Side, ln: Line, rank: int) -> str:
+    """Why the line behind ``prev`` lost to ``ln``, read later."""
+    if prev.rank == rank:
+        order = ("later in the same file" if prev.line is not None
+                 and prev.line.file == ln.file else "read later")
+        return (f"{ln.where} is also a {_kind(rank)} line and is {order}: the last one "
+                "read wins (limits.conf, then limits.d by file name)")
+    return (f"{ln.where} is a {_kind(rank)} line: it beats a {_kind(prev.rank)} line "
+            "wherever that is read")
+
+
+def _kind(rank: int) -> str:
+    """A rank as a line kind: ``user``, ``group``, ``'*'``."""
+    name = RANK_NAMES[rank]
+    return name if name.isalpha() else f"'{name}'"
 
 
 def _applies(ln: Line, who: Subject, variant: Variant, wanted: frozenset[str],

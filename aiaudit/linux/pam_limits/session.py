@@ -33,6 +33,7 @@ from aiaudit.linux.pam_limits.start import (
     pid1_limits,
     service_limits,
 )
+from aiaudit.linux.systemd.unitfile import Assignment
 
 DROPIN = "/etc/security/limits.d/zz-aiaudit-training.conf"
 """Remediation drop-in: sorts after every usual name (strcmp: ``z`` > digits, capitals,
@@ -59,6 +60,12 @@ class Effective:
     nolimits: lp.Line | None = None
     ignored: list[tuple[lp.Line, str]] = field(default_factory=list)
     """Matching lines pam_limits ignored (lost on rank, bad value...), with why."""
+    shadowed: list[lp.Shadow] = field(default_factory=list)
+    """Matching lines of the last pam_limits call whose side another line holds."""
+    start_overridden: dict[str, tuple[str, tuple[tuple[Assignment, str], ...]]] = field(
+        default_factory=dict)
+    """Per item: the source of the service's own limit (its unit's ``Limit*=``) and the
+    assignments it overrode (shown when that limit decides a failure)."""
     clamped: dict[str, str] = field(default_factory=dict)
     """Items whose soft value was above the hard one and clamped to it: what asked for it."""
 
@@ -74,6 +81,8 @@ def _effective(host: Host, acc: Accounts, user: pw.Account, service: str) -> Eff
     build = pam_build(host)
     eff = Effective(service, "ok", conf_target=DROPIN)
     inherited = service_limits(host, service)
+    eff.start_overridden = {i: (_start_ev(inherited, n).source, inherited.overridden[i])
+                            for n, i in enumerate(ITEM_KEYS) if inherited.overridden.get(i)}
     if service == "sshd":
         use_pam, ev = sshd_use_pam(host)
         if ev is not None:
@@ -134,7 +143,7 @@ def same_outcome(dec: lp.Decision, guesses: list[lp.Decision]) -> bool:
         return False
     g = guesses[0]
     dec.status, dec.reason, dec.nolimits_line = g.status, g.reason, g.nolimits_line
-    dec.limits, dec.ignored = g.limits, g.ignored
+    dec.limits, dec.ignored, dec.shadowed = g.limits, g.ignored, g.shadowed
     return True
 
 
@@ -185,7 +194,13 @@ class _Walk:
             return False
         eff.nolimits = None
         eff.ignored = dec.ignored
-        eff.conf_target = call.conf or DROPIN
+        eff.shadowed = dec.shadowed
+        if call.conf is None:  # the fix's limits.d file: read after every other one
+            from aiaudit.linux.pam_limits.shadowed import winning_dropin
+
+            eff.conf_target = winning_dropin(self.host, DROPIN)
+        else:
+            eff.conf_target = call.conf
         self.notes += file_notes
         for n, item in enumerate(ITEM_KEYS):
             if not self._apply(item, n, dec.limits.get(item, sides[item]), start, nr_open,

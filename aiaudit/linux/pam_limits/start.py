@@ -14,7 +14,7 @@ daemon with.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import field, replace
 
 from aiaudit.core.errors import HostError, ParseError
 from aiaudit.core.host import Host
@@ -23,6 +23,7 @@ from aiaudit.core.startup.records import record
 from aiaudit.linux.pam_limits import conf as lp
 from aiaudit.linux.procs import proc_of
 from aiaudit.linux.systemd import units as systemd
+from aiaudit.linux.systemd.unitfile import Assignment
 
 SYSTEMD_NR_OPEN = 1073741816
 PID1_SYSTEMD = {"nofile": (SYSTEMD_NR_OPEN, SYSTEMD_NR_OPEN),
@@ -50,6 +51,13 @@ class Start:
     values: dict[str, tuple[int, int]]
     evidence: tuple[Evidence, ...]
     what: str
+    overridden: dict[str, tuple[tuple[Assignment, str], ...]] = field(default_factory=dict)
+    """Per item, the ``Limit*=``/``DefaultLimit*=`` assignments that lost, with why
+    (:mod:`aiaudit.linux.systemd.shadowed`)."""
+    unit: str | None = None
+    """The unit whose settings decide (``None``: not a unit's)."""
+    dropins: tuple[str, ...] = ()
+    """That unit's drop-in files, in the order systemd reads them."""
 
 
 def has_systemd(host: Host) -> bool:
@@ -110,8 +118,10 @@ def unit_limits(host: Host, units: tuple[str, ...]) -> Start:
         mgr = []
     vals: dict[str, tuple[int, int]] = {}
     ev: list[Evidence] = []
+    lost: dict[str, tuple[tuple[Assignment, str], ...]] = {}
     for item, key in ITEM_KEYS.items():
         a = unit.get("Service", f"Limit{key}") if unit else None
+        lost[item] = _lost(unit, mgr, key, a)
         if a is None or not a.value:
             a = last(mgr, "Manager", f"DefaultLimit{key}")
         if a is not None and a.value:
@@ -125,7 +135,29 @@ def unit_limits(host: Host, units: tuple[str, ...]) -> Start:
         ev.append(Evidence.default(f"systemd default DefaultLimit{key}",
                                    ":".join(lp.fmt(v) for v in SYSTEMD_DEFAULTS[item])))
     what = f"{unit.name}'s limits" if unit else "systemd's default service limits"
-    return Start(vals, tuple(ev), what)
+    return Start(vals, tuple(ev), what, lost, unit.name if unit else None,
+                 unit.dropins if unit else ())
+
+
+def _lost(unit: systemd.Unit | None, mgr: list[Assignment], key: str,
+          own: Assignment | None) -> tuple[tuple[Assignment, str], ...]:
+    """The ``Limit{key}=`` assignments of the unit that lost to a later one, and the
+    manager's ``DefaultLimit{key}=`` ones (all of them when the unit sets its own)."""
+    dflt = [a for a in mgr if a.section == "Manager" and a.key == f"DefaultLimit{key}"]
+    mine = [a for a in unit.assignments if a.key == f"Limit{key}"] if unit else []
+    if len(mine) < 2 and not dflt:  # nothing lost (the usual case: no import)
+        return ()
+    from aiaudit.linux.systemd.shadowed import overridden
+
+    out = overridden(unit.assignments, "Service", f"Limit{key}") if unit else []
+    if own is not None and own.value:
+        where = f"{own.file.lstrip('/')}:{own.line}"
+        out += [(a, f"{unit.name if unit else 'the unit'} sets its own Limit{key}= at "
+                    f"{where}: DefaultLimit{key}= applies only to units that set none")
+                for a in dflt]
+    else:
+        out += overridden(mgr, "Manager", f"DefaultLimit{key}")
+    return tuple(out)
 
 
 def _first_unit(host: Host, units: tuple[str, ...]) -> systemd.Unit | None:

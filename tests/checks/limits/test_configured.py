@@ -52,8 +52,16 @@ def test_a_group_line_beats_star(make_root) -> None:
     assert r.status is Status.FAIL
     assert "bob unlimited (etc/security/limits.d/50-dev.conf:1)" in r.message
     assert r.evidence[0].source == "etc/security/limits.d/50-dev.conf:1"
+    # the fix writes where it wins: a '*' line never beats '@dev', a later '@dev' line does
     snip = r.remediation.snippets[0]
-    assert snip.content == "* hard core 0\n" and "@group line beats" in r.remediation.summary
+    assert snip.content == "* hard core 0\n@dev hard core 0\n"
+    assert snip.path == "/etc/security/limits.d/zz-aiaudit-policy.conf"
+    # the '*' line the @dev line overrode is named, with why it lost
+    over = [e for e in r.evidence if e.source == "etc/security/limits.conf:1"]
+    assert over and over[0].value == ("* hard core 0 (overridden: etc/security/limits.d/50-dev"
+                                    ".conf:1 is a group line: it beats a '*' line wherever "
+                                    "that is read)")
+    assert r.data["overridden"][0]["overridden_by"] == "etc/security/limits.d/50-dev.conf:1"
 
 
 def test_unset_fails_unless_allowed(make_root) -> None:
@@ -254,3 +262,20 @@ def test_unreadable_accounts_error_names_the_account_files(make_root) -> None:
     [e] = r.evidence
     assert (e.kind, e.source) == ("default", "accounts: etc/passwd, etc/group")
     assert e.value.startswith("cannot be read: ")
+
+
+def test_named_user_the_files_lack_is_could_not_look_with_directory_sources(make_root
+                                                                           ) -> None:
+    """Offline, a named user that is not in etc/passwd: an error either way; with NSS
+    sources beyond the files it says those would decide (never a silent skip)."""
+    plain = root_with(make_root, "* hard core 0\n")
+    [r] = check(plain, item="core", type="hard", max=0, users=["ldapuser"])
+    assert (r.status, r.message) == (Status.ERROR, "ldapuser is not in etc/passwd")
+    sss = root_with(make_root, "* hard core 0\n",
+                    {"/etc/nsswitch.conf": "passwd: files sss\ngroup: files sss\n"})
+    [r] = check(sss, item="core", type="hard", max=0, users=["ldapuser"])
+    assert r.status is Status.ERROR
+    assert r.message.startswith("could not look: ldapuser is not in etc/passwd, and NSS "
+                                "sources beyond the files (sss) would decide")
+    assert [(e.source, e.value) for e in r.evidence] == [("etc/nsswitch.conf:1",
+                                                          "passwd: files sss")]

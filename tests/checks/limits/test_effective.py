@@ -18,10 +18,17 @@ from tests.helpers import run_check
 
 
 def test_no_user_skips_with_how_to(make_root) -> None:
+    """Another root: only --user and settings.user name its user (the CLI ignores
+    $SUDO_USER there, so the message must not suggest it); the real /: every source."""
     r = one(run_check("limits.effective", root(make_root, DEBIAN), NOFILE_SOFT))
     assert r.status is Status.SKIP
-    assert "--user NAME" in r.message and "SLURM_JOB_USER" in r.message
-    assert "settings.user" in r.message
+    assert r.message.startswith("no training user given: pass --user NAME")
+    assert "settings.user" in r.message and "SLURM_JOB_USER" not in r.message
+    assert "SUDO_USER is not used for another root" in r.message
+    for live in (True, False):  # the real /: live or --offline, sudo's caller counts
+        r = one(run_check("limits.effective", "/", NOFILE_SOFT, live=live))
+        assert r.status is Status.SKIP
+        assert "SLURM_JOB_USER" in r.message and "sudo (SUDO_USER)" in r.message
 
 
 def test_unknown_user_is_an_error(make_root) -> None:
@@ -29,10 +36,24 @@ def test_unknown_user_is_an_error(make_root) -> None:
     assert r.status is Status.ERROR and "does not exist in etc/passwd" in r.message
 
 
-def test_unknown_user_with_sssd_is_skipped(make_root) -> None:
-    rt = root(make_root, DEBIAN, **{"/etc/nsswitch.conf": "passwd: files sss\n"})
+def test_unknown_user_with_sssd_is_could_not_look(make_root) -> None:
+    """Offline, a user the image's files lack while NSS names a directory: an error saying
+    which sources would decide, with the nsswitch line; never a silent skip."""
+    rt = root(make_root, DEBIAN, **{"/etc/nsswitch.conf":
+                                    "# site\npasswd:  files sss [NOTFOUND=return] ldap\n"})
     r = one(run_check("limits.effective", rt, NOFILE_SOFT, user="carol"))
-    assert r.status is Status.SKIP and "sss" in r.message
+    assert r.status is Status.ERROR
+    assert r.message.startswith("could not look: training user carol is not in the scanned "
+                                "root's etc/passwd, and NSS sources beyond the files "
+                                "(sss, ldap) would decide")
+    assert [(e.source, e.value) for e in r.evidence] == [
+        ("etc/nsswitch.conf:2", "passwd:  files sss [NOTFOUND=return] ldap")]
+    # NIS compat entries in passwd: the file itself says more users may exist
+    rt = root(make_root, DEBIAN, **{"/etc/passwd": "root:x:0:0::/root:/bin/sh\n+::::::\n",
+                                    "/etc/nsswitch.conf": "passwd: compat\n"})
+    r = one(run_check("limits.effective", rt, NOFILE_SOFT, user="carol"))
+    assert r.status is Status.ERROR and "(nis (compat))" in r.message
+    assert "etc/passwd" in [e.source for e in r.evidence]
 
 
 def test_pass_with_evidence_line(make_root) -> None:

@@ -144,3 +144,67 @@ def test_clamped_soft_names_the_hard_line(tmp_path: Path) -> None:
         assert (soft.value, hard.value) == tuple(got[item])
         assert soft.clamped and soft.line is hard.line and soft.line.line == hard_ln
         assert soft.clamped_line is not None and soft.clamped_line.line == soft_ln
+
+
+# ------------------------------------------------------------------ directory users (NSS)
+EXTRAUSERS = ("/usr/lib/libnss_extrausers.so.2",
+              "/usr/lib/x86_64-linux-gnu/libnss_extrausers.so.2")
+TRAINING_USER_RULES = ("TRAINING-USER-NOT-ROOT", "TRAINING-USER-NO-ROOT-GROUPS",
+                       "TRAINING-USER-SUDO-PASSWORD")
+N_NSS_CASES = 24
+
+
+def _nss_preflight() -> None:
+    _preflight()
+    _need(any(Path(p).exists() for p in EXTRAUSERS),
+          "needs libnss-extrausers (an NSS source for directory users)")
+    for target in ("/etc/nsswitch.conf", "/var/lib/extrausers", "/etc/ssh"):
+        _need(Path(target).exists(), f"needs {target} to bind the test's own over it")
+
+
+def _scan_argv(user: str) -> list[str]:
+    return [sys.executable, "-m", "aiaudit", "scan", "--ruleset", "dl-training", "--user",
+            user, "--format", "json", "--only", *corpus.LIMIT_RULES, *TRAINING_USER_RULES]
+
+
+@pytest.mark.oracle
+def test_live_scan_of_directory_user_matches_real_pam_limits() -> None:
+    """A user that exists only through an NSS module (libnss-extrausers, as sssd/LDAP users
+    do; the machine's files, nsswitch.conf and /etc/security replaced in a private mount
+    namespace): the real pam_limits opens an sshd session for it, and a live aiaudit scan of
+    the same ``/`` evaluates every shipped limits rule for that user, through NSS, to the
+    values the real session got (groups from the directory, the files and getgrouplist;
+    gid and uid ranges; no-limits lines).  The training-user rules are evaluated too:
+    none skips."""
+    _nss_preflight()
+    nr_open = int(Path("/proc/sys/fs/nr_open").read_text())
+    ceiling = _ceiling()
+    cases = corpus.nss_cases(N_NSS_CASES, ceiling, can_raise=_cap_sys_resource(),
+                             nr_open=nr_open)
+    for case in cases:
+        case["scan"] = _scan_argv(case["user"])
+    real = _run_driver(cases)
+    diffs = []
+    for case, got in zip(cases, real, strict=True):
+        assert got["open"] == 0, got
+        model = corpus.scan_limits(got["scan"])
+        session = {rid: got[item][idx] for rid, (item, idx) in corpus.LIMIT_RULES.items()}
+        if model["nolimits"]:  # the real session kept what its process had
+            session_kept = all(got[i] == case["child"][i] for i in ("nofile", "memlock"))
+            if not session_kept:
+                diffs.append(f"{case['id']}: model says no limits, real {got}")
+            continue
+        wrong = {rid: (session[rid], model.get(rid)) for rid in session
+                 if model.get(rid) != session[rid]}
+        if wrong:
+            diffs.append(f"{case['id']} user={case['user']} files={case['files']}\n"
+                         f"  real/model={wrong}\n  scan rc={got['scan']['rc']} "
+                         f"{got['scan']['err'][-500:]}")
+        for rid in (*corpus.LIMIT_RULES, *TRAINING_USER_RULES):
+            assert model[f"{rid}:status"] in ("pass", "fail"), (rid, model[f"{rid}:message"])
+    assert not diffs, f"{len(diffs)}/{len(cases)} differ:\n" + "\n".join(diffs[:6])
+    # the user was found through NSS, with the lookup as evidence (not a files line)
+    first = json.loads(real[0]["scan"]["out"])
+    not_root = next(r for r in first["results"] if r["rule_id"] == "TRAINING-USER-NOT-ROOT")
+    assert not_root["evidence"][0]["source"] == (
+        f"getpwnam({cases[0]['user']}) through NSS (passwd: files extrausers)")
