@@ -27,7 +27,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"cli"}),
-    frozenset({"modes", "fleet"}),
+    frozenset({"modes", "fleet", "baseline"}),
     frozenset({"reporters"}),
     frozenset({"remediate", "checks"}),
     frozenset({"linux"}),

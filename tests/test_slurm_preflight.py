@@ -21,8 +21,18 @@ def test_ruleset_ships_and_validates() -> None:
     rs = ruleset.load("slurm-preflight", plugins.registry(), validate=True)
     assert rs.settings["fail_on"] == "high"
     ids = {r.id for r in rs.rules}
-    assert ids == {"GPU-DRIVER-LIBRARY-MATCH", "GPU-COUNT", "LIMITS-SLURM-JOB",
-                   "MEM-DEV-SHM-SIZE", "CPU-GOVERNOR-PERFORMANCE"}
+    assert ids == {"GPU-DRIVER-LIBRARY-MATCH", "GPU-COUNT", "GPU-MEMORY-HEALTH", "LIMITS-SLURM-JOB",
+                   "MEM-DEV-SHM-SIZE", "CPU-GOVERNOR-PERFORMANCE", "AMDGPU-ROCM-DRIVER-COMPAT",
+                   "AMDGPU-COUNT", "AMDGPU-DEVICE-ACCESS", "AMDGPU-RAS-UNCORRECTABLE",
+                   "AMDGPU-RAS-BAD-PAGES",
+                   # issue 28, fabric and links / clean hand-over
+                   "RDMA-PORTS-ACTIVE", "RDMA-LINK-FLAPPING", "GPU-IDLE-AT-HANDOVER",
+                   "GPU-DEVICE-NODES", "GPU-MIG-SETTLED", "GPU-FABRIC-REGISTERED",
+                   "FABRIC-MANAGER-RUNNING", "GPU-NIC-TOPOLOGY",
+                   # issue 28, kernel-log faults
+                   "GPU-XID-RESET-REQUIRED", "GPU-XID-APP-REPEATED", "GPU-NVRM-OFF-BUS",
+                   "NVSWITCH-SXID-FATAL", "PCIE-AER-UNCORRECTED", "PCIE-AER-CORRECTED-RATE",
+                   "MCE-UNCORRECTED", "AMDGPU-RAS-LOG-UNCORRECTABLE"}
     # the same rule ids as dl-training (a SIEM sees one id per problem), runtime only
     full = {r.id: r for r in ruleset.load("dl-training", plugins.registry()).rules}
     for r in rs.rules:
@@ -146,3 +156,78 @@ def test_prolog_leaves_no_stale_report_when_the_scan_fails(tmp_path: Path, body)
     # a deadline test, so wall time: the documented worst case is AIAUDIT_TIMEOUT + 7 s;
     # the bound is generous for a loaded machine and still below the 30 s sleep
     assert took < 1 + 7 + 15, took
+
+
+# ------------------------------------------------------------------ a directory (NSS) user
+SITE_LIMITS = ("ruleset: site-preflight\nversion: '1'\nextends: slurm-preflight\n"
+               "overrides:\n"
+               "  LIMITS-SLURM-JOB: {params: {nofile_min: 2048, memlock_min: %d}}\n")
+"""Minimums below this machine's own hard limits (slurmd, unit or test process, may not
+grant unlimited memlock here), above systemd's default soft nofile (1024): a job that got
+the default because its user was not found fails on nofile, not on memlock."""
+
+
+def _memlock_min_kib() -> int:
+    import resource
+
+    hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)[1]
+    return 1024 if hard == resource.RLIM_INFINITY else max(2, min(1024, hard // 1024))
+
+
+def directory_user_prolog(tmp_path: Path, memlock_kib: int) -> subprocess.CompletedProcess:
+    """The prolog's scan (live, the real /) for SLURM_JOB_USER=ldapuser, a user only NSS
+    knows (libnss-extrausers in a private mount namespace), whose groups give it
+    ``memlock_kib`` and 4096 open files through limits.conf (``@gpu``: a directory
+    group)."""
+    from tests.linux.accounts import nss_namespace as ns
+
+    tmp_path.mkdir()
+    site = tmp_path / "site.yaml"
+    site.write_text(SITE_LIMITS % _memlock_min_kib())
+    binds = ns.tree(tmp_path / "ns", limits=f"@gpu - memlock {memlock_kib}\n"
+                    "@gpu - nofile 4096\n",
+                    slurm_conf="ClusterName=c\nSlurmctldHost=localhost\n")
+    # --timeout: the prolog's 10 s deadline, made generous for a loaded machine
+    argv = [sys.executable, "-m", "aiaudit", *PROLOG, "--ruleset", str(site), "--only",
+            "LIMITS-SLURM-JOB", "--timeout", "60"]
+    return ns.run(binds, argv, env={"PATH": "/usr/bin:/bin", "SLURM_JOB_USER": "ldapuser",
+                                    "HOME": "/root"})
+
+
+def test_directory_user_with_low_memlock_drains(tmp_path: Path) -> None:
+    """The job's user exists only in the directory: its SSH session's limits (through NSS,
+    as pam_limits resolves it and its @gpu group) are what the job inherits, so a low
+    memlock drains the node with that value in the reason, and a sufficient one does not
+    (systemd's default, what an unresolved user would be estimated with, would fail on
+    nofile instead)."""
+    from tests.linux.accounts import nss_namespace as ns
+
+    ns.need_namespace()
+    low = max(1, _memlock_min_kib() // 2)
+    r = directory_user_prolog(tmp_path / "low", low)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert r.stderr.startswith(f"aiaudit: FAIL LIMITS-SLURM-JOB (slurm job memlock: soft "
+                               f"{low} KiB"), r.stderr
+    ok = directory_user_prolog(tmp_path / "ok", _memlock_min_kib())
+    assert (ok.returncode, ok.stderr) == (0, ""), ok.stderr
+
+
+@pytest.mark.parametrize("body", [None, "exit 2", "exit 4", "sleep 30",
+                                  "echo 'aiaudit: FAIL NEW-RULE (x)' >&2; exit 1"])
+def test_prolog_leaves_no_stale_reason(tmp_path: Path, body: str | None) -> None:
+    """The reason file explains the last drain; a later run that does not drain (aiaudit
+    missing, a usage error, an aiaudit bug, a scan killed at the deadline) removes it, and
+    a run that drains replaces it."""
+    reason = tmp_path / "run" / "prolog.reason"
+    reason.parent.mkdir()
+    reason.write_text("aiaudit: FAIL OLD-RULE (from an earlier job)\n")
+    exe = tmp_path / "missing" if body is None else _fake_aiaudit(tmp_path, body)
+    proc = _slurmd_like(tmp_path, f"AIAUDIT={exe}\nAIAUDIT_TIMEOUT=1\n"
+                        f"AIAUDIT_REPORT={tmp_path}/run/last.json\n"
+                        f"AIAUDIT_REASON_FILE={reason}\n")
+    if body is not None and body.endswith("exit 1"):
+        assert proc.returncode == 1
+        assert reason.read_text() == "aiaudit: FAIL NEW-RULE (x)\n"
+        return
+    assert proc.returncode == 0, proc.stderr  # never drains for its own breakage
+    assert not reason.exists(), reason.read_text()
