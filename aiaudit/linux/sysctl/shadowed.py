@@ -88,42 +88,54 @@ def hidden(host: Host, dirs: tuple[str, ...], dec: sp.Decision, applier: str
     directory of ``dirs`` (priority order: /etc, /run, /usr/local/lib, /usr/lib) replaces
     the whole file, so editing ``/usr/lib/sysctl.d/50-vendor.conf`` does nothing while
     ``/etc/sysctl.d/50-vendor.conf`` exists (sysctl.d(5); procps' ``--system`` does the
-    same).  Lines with the deciding value are left out."""
-    out: list[tuple[sp.Entry, str]] = []
-    looked = 0
-    # only the lower directories are listed (usually a few vendor files); each name is
-    # looked up in the directories above it, never a listing of /etc's (maybe huge) one
-    for k, d in enumerate(dirs[1:], 1):
-        try:
-            names = host.listdir(d)
-        except HostError:
-            continue
-        for name in names:
-            if not name.endswith(".conf") or name.startswith("."):
+    same).  Lines with the deciding value are left out.  The hidden files are read once
+    per run (:func:`_hidden_index`), whatever the number of failing sysctl rules."""
+    prog = "systemd-sysctl" if applier != "procps" else "`sysctl --system`"
+    win = sp.normalize_value(dec.value) if dec.value is not None else None
+    return [(e, f"{by.lstrip('/')} has the same name and replaces this whole file ({prog} "
+                "reads only the first of /etc, /run, /usr/local/lib and /usr/lib sysctl.d "
+                "that holds a name)")
+            for e, by in _hidden_index(host, dirs).get(dec.key, ())
+            if sp.normalize_value(e.value or "") != win]
+
+
+def _hidden_index(host: Host, dirs: tuple[str, ...]
+                  ) -> dict[str, list[tuple[sp.Entry, str]]]:
+    """key -> (assignment, the file that hides its file) of every file a same-named file
+    in an earlier directory replaces.  Only the lower directories are listed (usually a
+    few vendor files); each name is looked up in the directories above it, never a
+    listing of /etc's (maybe huge) one."""
+
+    def load() -> dict[str, list[tuple[sp.Entry, str]]]:
+        index: dict[str, list[tuple[sp.Entry, str]]] = {}
+        looked = 0
+        for k, d in enumerate(dirs[1:], 1):
+            try:
+                names = host.listdir(d)
+            except HostError:
                 continue
-            looked += 1
-            if looked > MAX_NAMES:
-                return out
-            by = next((f"{e}/{name}" for e in dirs[:k]
-                       if host.lstat_exists(f"{e}/{name}")), None)
-            if by is not None:
-                out += _hidden_lines(host, f"{d}/{name}", by, dec, applier)
-    return out
+            for name in names:
+                if not name.endswith(".conf") or name.startswith("."):
+                    continue
+                looked += 1
+                if looked > MAX_NAMES:
+                    return index
+                by = next((f"{e}/{name}" for e in dirs[:k]
+                           if host.lstat_exists(f"{e}/{name}")), None)
+                if by is not None:
+                    for e in _assignments(host, f"{d}/{name}"):
+                        index.setdefault(e.key, []).append((e, by))
+        return index
+
+    return host.memo(("sysctl-hidden", dirs), load)
 
 
-def _hidden_lines(host: Host, path: str, by: str, dec: sp.Decision, applier: str
-                  ) -> list[tuple[sp.Entry, str]]:
+def _assignments(host: Host, path: str) -> list[sp.Entry]:
     try:
         entries, _ = sp.parse(host.read_text(path), path)
     except (HostError, ParseError, UnicodeDecodeError):
         return []
-    prog = "systemd-sysctl" if applier != "procps" else "`sysctl --system`"
-    why = (f"{by.lstrip('/')} has the same name and replaces this whole file ({prog} reads "
-           "only the first of /etc, /run, /usr/local/lib and /usr/lib sysctl.d that holds a "
-           "name)")
-    win = sp.normalize_value(dec.value) if dec.value is not None else None
-    return [(e, why) for e in entries
-            if e.key == dec.key and e.value is not None and sp.normalize_value(e.value) != win]
+    return [e for e in entries if e.value is not None]
 
 
 def evidence(lost: list[tuple[sp.Entry, str]]) -> tuple[Evidence, ...]:
