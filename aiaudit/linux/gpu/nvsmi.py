@@ -297,8 +297,9 @@ def _memory_counts(gpu: ET.Element) -> dict[str, Any]:
     }
 
 
-def parse_log(text: str) -> SmiLog:
-    """An ``nvidia-smi -q -x`` document."""
+def parse_root(text: str) -> ET.Element:
+    """The ``<nvidia_smi_log>`` element of ``text``: size-capped, entities refused, the
+    root element checked (:class:`ParseError` otherwise)."""
     if len(text) > MAX_XML:
         raise ParseError(f"nvidia-smi XML larger than {MAX_XML} bytes")
     if "<!ENTITY" in text:
@@ -312,11 +313,21 @@ def parse_log(text: str) -> SmiLog:
         raise ParseError(f"not well-formed XML at column {col}: {exc}", line=line) from None
     if root.tag != "nvidia_smi_log":
         raise ParseError(f"root element is <{root.tag}>, not <nvidia_smi_log>")
+    return root
+
+
+def log_of(root: ET.Element, text: str) -> SmiLog:
+    """The :class:`SmiLog` of a parsed document (``text``: its source, for the DTD)."""
     dtd = re.search(r"<!DOCTYPE\s+nvidia_smi_log\s+SYSTEM\s+\"([^\"]{1,64})\"", text[:512])
     cuda_text = _text(root, "cuda_version")
     return SmiLog(_text(root, "driver_version"), cuda_of(cuda_text), cuda_text,
                   dtd.group(1) if dtd else None,
                   tuple(_gpu(g) for g in root.findall("gpu")))
+
+
+def parse_log(text: str) -> SmiLog:
+    """An ``nvidia-smi -q -x`` document."""
+    return log_of(parse_root(text), text)
 
 
 def parse(text: str) -> list[GpuHealth]:
@@ -330,15 +341,27 @@ def query(host: Host, timeout: float) -> SmiLog | str:
     Only on the real ``/`` live (:meth:`Host.run`: the real system's binary, a timeout)."""
 
     def load() -> SmiLog | str:
-        got = output(host, timeout)
-        if not got[0]:
-            return got[1]
+        root = tree(host, timeout)
+        return root if isinstance(root, str) else log_of(root, output(host, timeout)[1])
+
+    return host.memo(("nvidia-smi-q-x",), load)
+
+
+def tree(host: Host, timeout: float) -> ET.Element | str:
+    """The parsed document of this scan's ``nvidia-smi -q -x`` (run and parsed at most
+    once per scan, only on the real ``/`` live), or why there is none: what :func:`query`
+    and the fabric, process and MIG readers (:mod:`aiaudit.linux.gpu.smidoc`) share."""
+
+    def load() -> ET.Element | str:
+        ok, text = output(host, timeout)
+        if not ok:
+            return text
         try:
-            return parse_log(got[1])
+            return parse_root(text)
         except ParseError as exc:
             return f"unexpected nvidia-smi output: {exc}"
 
-    return host.memo(("nvidia-smi-q-x",), load)
+    return host.memo(("nvidia-smi-q-x-tree",), load)
 
 
 def output(host: Host, timeout: float) -> tuple[bool, str]:

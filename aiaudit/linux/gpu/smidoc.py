@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Mapping
 
-from aiaudit.core.errors import ParseError
 from aiaudit.core.host import Host
 from aiaudit.core.model import Evidence, Result, Status
 from aiaudit.core.startup import lazy_pattern
@@ -29,41 +28,19 @@ it)."""
 
 
 def parse(text: str) -> ET.Element:
-    """The ``<nvidia_smi_log>`` element of ``text`` (:class:`ParseError` otherwise)."""
+    """The ``<nvidia_smi_log>`` element of ``text`` (:func:`aiaudit.linux.gpu.nvsmi.parse_root`)."""
     from aiaudit.linux.gpu import nvsmi
 
-    if len(text) > nvsmi.MAX_XML:
-        raise ParseError(f"nvidia-smi XML larger than {nvsmi.MAX_XML} bytes")
-    if "<!ENTITY" in text:
-        raise ParseError("nvidia-smi XML declares entities; refused")
-    import xml.etree.ElementTree as ET  # only live scans of a GPU host get here
-
-    try:
-        root = ET.fromstring(text)
-    except ET.ParseError as exc:
-        line, col = getattr(exc, "position", (None, None))
-        raise ParseError(f"not well-formed XML at column {col}: {exc}", line=line) from None
-    if root.tag != "nvidia_smi_log":
-        raise ParseError(f"root element is <{root.tag}>, not <nvidia_smi_log>")
-    return root
+    return nvsmi.parse_root(text)
 
 
 def document(host: Host, timeout: float) -> ET.Element | str:
-    """The parsed document of this scan's ``nvidia-smi -q -x`` (run at most once per scan,
-    only on the real ``/`` live), or why there is none."""
+    """The parsed document of this scan's ``nvidia-smi -q -x``
+    (:func:`aiaudit.linux.gpu.nvsmi.tree`: run and parsed once per scan), or why there is
+    none."""
+    from aiaudit.linux.gpu import nvsmi
 
-    def load() -> ET.Element | str:
-        from aiaudit.linux.gpu import nvsmi
-
-        ok, text = nvsmi.output(host, timeout)
-        if not ok:
-            return text
-        try:
-            return parse(text)
-        except ParseError as exc:
-            return f"unexpected nvidia-smi output: {exc}"
-
-    return host.memo(("nvidia-smi-q-x-tree",), load)
+    return nvsmi.tree(host, timeout)
 
 
 def text(el: ET.Element | None, path: str) -> str | None:
