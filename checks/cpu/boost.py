@@ -41,11 +41,24 @@ BOOST_SCHEMA: dict[str, Any] = {
 BOOST_UNIT = "/etc/systemd/system/aiaudit-cpu-boost.service"
 
 
+def _now() -> Snippet:
+    """Allow boost now (the global ``cpufreq/boost`` also sets every policy's)."""
+    return Snippet.command(f"echo 0 > {CPU}/intel_pstate/no_turbo 2>/dev/null; "
+                           f"echo 1 > {CPUFREQ}/boost 2>/dev/null; true", "apply now")
+
+
+def apply_boot() -> Remediation:
+    """The fix for drift (nothing disables boost at boot, the running CPUs have it off):
+    allow it now, as the kernel does at every boot; nothing to persist."""
+    return Remediation("Allow turbo/boost now: nothing disables it at boot (the kernel "
+                       "allows it by default), so the boot configuration is already right.",
+                       (_now(),))
+
+
 def _remediation(host: Host, off: list[BootSetting]) -> Remediation:
     """A oneshot unit that allows boost at boot (where systemd boots the root), the same
     now, and the boot settings that disable it left to a person."""
-    now = Snippet.command(f"echo 0 > {CPU}/intel_pstate/no_turbo 2>/dev/null; "
-                          f"echo 1 > {CPUFREQ}/boost 2>/dev/null; true", "apply now")
+    now = _now()
     manual = (f"remove what disables it at boot: {', '.join(s.source for s in off)}"
               if off else "")
     if not units_run(host):  # a unit would be a file nothing reads
@@ -94,7 +107,8 @@ def run(ctx: CheckContext) -> Iterator[Result]:
     v = judge(live=host.live, persist=bool(ctx.params.get("persist", True)),
               what="turbo/boost", want="turbo/boost enabled", state=state, bad=bad,
               runtime_txt=runtime_txt, win=win, explicit=bool(off), boot_ok=not off)
-    yield v.result(ev, _remediation(host, off))
+    # off now, nothing disables it at boot: apply the boot state, persist nothing
+    yield v.result(ev, apply_boot() if bad and not off else _remediation(host, off))
 
 
 @hookimpl

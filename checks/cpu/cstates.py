@@ -84,21 +84,56 @@ def _runtime(host: Host, bound: int, max_cs: int, proc: boot.CmdlineSource | Non
     return now, None, state.active_driver
 
 
-def _remediation(host: Host, cfg: boot.BootConfig, bound: int, max_cs: int) -> Remediation:
+def _now(bound: int) -> Snippet:
+    """Disable the idle states deeper than ``bound`` µs now, on every CPU."""
+    return Snippet.command(
+        f"cpupower idle-set -D {bound} || for f in {CPU}/cpu*/cpuidle/state*; do "
+        f"[ \"$(cat $f/latency)\" -gt {bound} ] && echo 1 > $f/disable; done",
+        "disable deep idle states now")
+
+
+def _remediation(host: Host, cfg: boot.BootConfig, bound: int, max_cs: int,
+                 driver: str | None) -> Remediation:
     """Kernel parameters where the next boot's command line comes from (the boot loader
-    found, or the provisioner), and the deep states disabled now."""
+    found, or the provisioner), and the deep states disabled now; where
+    ``/etc/default/grub`` already has a limit that holds and only grub.cfg is stale,
+    regenerating grub.cfg instead of adding the parameters again."""
+    gen = cfg.generator
+    if cfg.loader == "grub" and gen is not None and gen is not cfg.booted and \
+            cstates.cmdline_limit(gen, max_cs, driver)[0]:
+        regen = ("grub2-mkconfig -o /boot/grub2/grub.cfg" if cfg.booted is not None and
+                 cfg.booted.path.startswith("/boot/grub2") else "update-grub")
+        return Remediation(
+            f"{gen.where()} already limits C-states; grub.cfg was not regenerated since: "
+            f"run `{regen}`, then reboot. Now: disable deeper states with "
+            f"`cpupower idle-set -D {bound}`.",
+            (Snippet.command(regen, "regenerate grub.cfg from /etc/default/grub"),
+             *((_now(bound),) if host.live else ())),
+            manual=boot.PARAMS_MANUAL)
     params = [f"intel_idle.max_cstate={max(1, max_cs)}", f"processor.max_cstate={max_cs}"]
     return boot.params_remediation(
         host, cfg, params,
         tail=f" Now: disable deeper states with `cpupower idle-set -D {bound}`.",
-        now=(Snippet.command(
-            f"cpupower idle-set -D {bound} || for f in {CPU}/cpu*/cpuidle/state*; do "
-            f"[ \"$(cat $f/latency)\" -gt {bound} ] && echo 1 > $f/disable; done",
-            "disable deep idle states now"),))
+        now=(_now(bound),))
+
+
+def apply_boot(then: BootLimit, bound: int) -> Remediation:
+    """The fix for drift (the boot limit holds, the running CPUs can enter deep states):
+    restart the units that apply the limit when they start (tuned's force_latency, a
+    cpupower unit); where only the command line limits, disable the states now through
+    sysfs (the next boot applies the command line); no parameter to add."""
+    if then.units:
+        cmd = "systemctl restart " + " ".join(then.units)
+        return Remediation(f"Apply the configured C-state limit: `{cmd}` applies it as at "
+                           "boot; the boot configuration is already right.",
+                           (Snippet.command(cmd, "apply the limit as at boot"),))
+    return Remediation(f"Disable the idle states deeper than {bound} µs now; the command line "
+                       "the bootloader passes already limits them (already right) and "
+                       "applies at the next boot: nothing to add.", (_now(bound),))
 
 
 def _result(ctx: CheckContext, now: RuntimeLimit | None, then: BootLimit, notes: list[str],
-            cfg: boot.BootConfig) -> Result:
+            cfg: boot.BootConfig, driver: str | None) -> Result:
     """The verdict on the limit now and at boot, with the notes after the message."""
     host, p = ctx.host, ctx.params
     bound = int(p["max_latency_us"])
@@ -113,8 +148,10 @@ def _result(ctx: CheckContext, now: RuntimeLimit | None, then: BootLimit, notes:
                                   boot_txt=then.text, want=want)
     if notes:
         msg += ". " + "; ".join(notes)
-    rem = _remediation(host, cfg, bound, int(p["max_cstate"])) \
+    rem = _remediation(host, cfg, bound, int(p["max_cstate"]), driver) \
         if status is Status.FAIL else None
+    if status is Status.FAIL and runtime_ok is False and then.ok:  # apply the boot's limit
+        rem = apply_boot(then, bound)
     evidence = list(dict.fromkeys((*(now.evidence if now else ()), *then.evidence)))
     return Result(status, "cpuidle", msg, expected=want,
                   actual=runtime_txt if host.live else then.text, aspect=aspect,
@@ -152,7 +189,7 @@ def run(ctx: CheckContext) -> Iterator[Result]:
         yield cmdline_skip(host, "cpuidle", cfg.unknown)
         return
     note = cstates.drift(proc, cfg.booted, driver, max_cs)
-    yield _result(ctx, now, then, [*then.notes, *([note] if note else [])], cfg)
+    yield _result(ctx, now, then, [*then.notes, *([note] if note else [])], cfg, driver)
 
 
 @hookimpl

@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from aiaudit.api import (
+    Aspect,
     CheckContext,
     CheckSpec,
     Evidence,
@@ -101,7 +102,11 @@ def run(ctx: CheckContext) -> Iterator[Result]:
               what="energy performance preference", want=want, state=state, bad=bad,
               runtime_txt=str(runtime_txt), win=win, explicit=explicit,
               boot_ok=None if win is None else win.value in allowed)
-    yield v.result(ev, _remediation(host, allowed[0]))
+    rem = _remediation(host, allowed[0])
+    if v.aspect is Aspect.DRIFT and bad and win is not None:  # the boot setting is right
+        rem = settings.apply_boot(win, "energy performance preference",
+                                  f"echo {win.value} | tee {EPP_FILES}")
+    yield v.result(ev, rem)
 
 
 @hookimpl

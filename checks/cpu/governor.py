@@ -21,7 +21,6 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from aiaudit.api import (
-    Aspect,
     CheckContext,
     CheckSpec,
     Evidence,
@@ -107,7 +106,7 @@ def run(ctx: CheckContext) -> Iterator[Result]:
               runtime_txt=str(runtime_txt), win=win, explicit=explicit,
               boot_ok=None if win is None else win.value in allowed)
     rem = _remediation(host, allowed) if v.status is Status.FAIL else None
-    if v.aspect is Aspect.DRIFT and bad and win is not None:  # the boot setting is right
+    if bad and win is not None and win.value in allowed:  # the boot setting is right
         gov = win.value
         rem = settings.apply_boot(win, "governor", f"cpupower frequency-set -g {gov} || echo "
                                   f"{gov} | tee {CPUFREQ}/policy*/scaling_governor")

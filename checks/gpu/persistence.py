@@ -57,6 +57,15 @@ def _persistenced(host: Host) -> tuple[bool | None, str, tuple[Evidence, ...]]:
     return True, f"{PERSISTENCED} is enabled ({en.reason})", tuple(ev)
 
 
+APPLY_BOOT = Remediation(
+    "Restart nvidia-persistenced: it turns persistence mode on for every GPU when it starts, "
+    "as at boot (a stopped daemon starts; a running one re-applies it); the boot "
+    "configuration is already right.",
+    (Snippet.command(f"systemctl restart {PERSISTENCED}",
+                     "persistence mode on for every GPU, as at boot"),))
+"""The fix for drift: the daemon is enabled and configured right, a GPU's mode is off."""
+
+
 def _fix(host: Host, installed: bool) -> Remediation:
     """Enable the daemon; where it is not installed, install its package first."""
     if installed:
@@ -75,8 +84,9 @@ def _fix(host: Host, installed: bool) -> Remediation:
     pkg = {"ubuntu": f"nvidia-compute-utils-{branch}-server", "debian": "nvidia-persistenced",
            "rhel": "nvidia-persistenced", "suse": "nvidia-persistenced"}.get(
                d, "nvidia-persistenced")
-    tool = {"rhel": "dnf install", "suse": "zypper install"}.get(d, "apt-get install")
-    snippets.insert(0, Snippet.command(f"{tool} {pkg}", f"install {pkg}"))
+    from aiaudit.linux.packages.install import install_command
+
+    snippets.insert(0, Snippet.command(install_command(host, pkg), f"install {pkg}"))
     return Remediation(f"Install {pkg} and enable nvidia-persistenced.", tuple(snippets))
 
 
@@ -116,6 +126,11 @@ def _gpu(host: Host, p: Mapping[str, Any], row: nvidia.GpuPersistence,
     if row.mode not in ("Enabled", "Disabled"):
         return Result(Status.SKIP, subject, f"persistence mode is {row.mode} on this GPU "
                       "(not supported on this platform)", evidence=ev)
+    if row.mode == "Disabled" and boot:
+        return Result(Status.FAIL, subject, f"persistence mode is off now, but the boot "
+                      f"configuration ({why}) is right: the daemon is not running or was "
+                      "told to turn it off", expected="Enabled", actual="Disabled",
+                      aspect=Aspect.DRIFT, evidence=ev, remediation=APPLY_BOOT)
     if row.mode == "Disabled":
         return Result(Status.FAIL, subject, f"persistence mode is off now; at boot: {why}",
                       expected="Enabled", actual="Disabled", aspect=Aspect.RUNTIME,

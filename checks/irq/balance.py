@@ -61,9 +61,11 @@ def _fix(host: Host) -> Remediation:
         installed = load_unit(host, IRQBALANCE).exists
     except (HostError, ParseError):
         installed = False
+    from aiaudit.linux.packages.install import install_command
+
     how = (Snippet.enable(IRQBALANCE, "spread interrupts at every boot") if installed else
-           Snippet.command("apt-get install irqbalance  # or: dnf install irqbalance; then "
-                           "systemctl enable --now irqbalance", "install and enable it"))
+           Snippet.command(f"{install_command(host, 'irqbalance')} && systemctl enable --now "
+                           "irqbalance", "install and enable it"))
     return Remediation("Enable irqbalance, or pin each HCA/GPU interrupt to CPUs of its NUMA "
                        "node (e.g. Mellanox set_irq_affinity_bynode.sh) at boot.", (how,),
                        followup=image_followup(host))

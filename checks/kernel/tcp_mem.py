@@ -106,6 +106,15 @@ def remediation(ram_pages: int) -> Remediation:
                            Snippet.command(f"sysctl -w {KEY}='{good}'", "apply now")))
 
 
+def apply_boot(value: str, where: str) -> Remediation:
+    """The fix for drift (the boot value is right, the runtime one is not): write the boot
+    value now, exactly (``sysctl --system`` would also rewrite every other key, in procps'
+    order, which is not systemd-sysctl's); nothing to persist."""
+    return Remediation(f"Apply the boot value of {KEY} now ({where}); the boot configuration "
+                       "is already right.",
+                       (Snippet.command(f"sysctl -w {KEY}='{value}'", "apply the boot value"),))
+
+
 # ------------------------------------------------------------------ results
 def run(ctx: CheckContext) -> Iterator[Result]:
     """Runtime and persisted tcp_mem against RAM."""
@@ -138,10 +147,22 @@ def run(ctx: CheckContext) -> Iterator[Result]:
             "page_size": sz.page_size}
     bad_rt = judge(sz.fields, sz.ram_pages, lo, hi)
     bad_p = judge(persisted, sz.ram_pages, lo, hi) if persisted else None
-    if bad_rt:
+    # at boot: the persisted value, else (nothing sets it) the kernel's own for this RAM
+    boot = persisted or (ram.kernel_tcp_mem(sz.ram_pages) if entry is None else None)
+    boot_right = boot is not None and judge(boot, sz.ram_pages, lo, hi) is None
+    if bad_rt and not boot_right:
         yield Result(Status.FAIL, KEY, f"{KEY} now: {bad_rt}", expected=want,
                      actual=sz.runtime, aspect=Aspect.RUNTIME, evidence=tuple(ev),
                      remediation=remediation(sz.ram_pages), data=data)
+    elif bad_rt and boot is not None:  # the boot value is right: apply it, persist nothing
+        where = (f"{entry.file}:{entry.line}" if persisted and entry is not None else
+                 "the kernel's own value for this RAM: no sysctl.d file sets it")
+        value = " ".join(map(str, boot))
+        yield Result(Status.FAIL, KEY, f"{KEY} now: {bad_rt}; at boot it is {value} "
+                     f"({where}), which is right: it was changed at runtime",
+                     expected=want, actual=sz.runtime,
+                     aspect=Aspect.DRIFT if persisted else Aspect.RUNTIME, evidence=tuple(ev),
+                     remediation=apply_boot(value, where), data=data)
     elif bad_p and entry is not None:
         yield Result(Status.FAIL, KEY, f"{KEY} is right now, but at boot "
                      f"{entry.file}:{entry.line} sets it: {bad_p}", expected=want,

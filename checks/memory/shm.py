@@ -8,7 +8,9 @@ RAM).  Offline a percentage cannot be compared with a size in bytes (the RAM is 
 error says so.
 
 Gather and decide: :mod:`aiaudit.linux.storage.shm`, :func:`aiaudit.core.verdict.verdict`.
-The fix edits the ``/dev/shm`` line of ``/etc/fstab`` in place (it is not a drop-in).
+The fix edits the ``/dev/shm`` line of ``/etc/fstab`` in place (it is not a drop-in); where
+the boot mount is right and only the mounted size is not, it remounts with the boot's size
+(:func:`apply_boot`) and edits nothing.
 """
 
 from __future__ import annotations
@@ -75,6 +77,31 @@ def _remediation(minimum: Size, entry: fstab.Mount | None) -> Remediation:
                                            "resize now")))
 
 
+def apply_boot(entry: fstab.Mount | None, mounted: bool) -> Remediation:
+    """The fix for drift (the boot mount is large enough, the mounted /dev/shm is not):
+    mount or remount it with the size the boot gives it, nothing to edit.  util-linux
+    ``mount -o remount /dev/shm`` merges the fstab line's options with the command line's
+    (mount(8) "remount"); the size is given explicitly too, because a remount without
+    ``size=`` keeps the current size (mm/shmem.c ``shmem_reconfigure``).  Both checked with
+    util-linux 2.38.1 ``mount -T FSTAB -o remount`` on a tmpfs."""
+    if entry is None:
+        where, opt = "the systemd default mount, half of RAM", "size=50%"
+        mount = "mount -t tmpfs -o rw,nosuid,nodev,mode=1777 tmpfs /dev/shm"
+    else:
+        where = f"{FSTAB.lstrip('/')}:{entry.line}"
+        nr = entry.option("nr_blocks")
+        opt = (f"size={entry.option('size')}" if entry.option("size")
+               else f"nr_blocks={nr}" if nr else "size=50%")
+        mount = "mount /dev/shm"
+    if not mounted:
+        return Remediation(f"Mount /dev/shm as at boot ({where}); the boot configuration is "
+                           "already right.", (Snippet.command(mount, "mount it as at boot"),))
+    return Remediation(f"Remount /dev/shm with the size the boot gives it ({opt}, {where}); "
+                       "the boot configuration is already right.",
+                       (Snippet.command(f"mount -o remount,{opt} /dev/shm",
+                                        "resize it as at boot"),))
+
+
 def run(ctx: CheckContext) -> Iterator[Result]:
     """Evaluate the /dev/shm size rule: gather the live mount and the fstab entry, decide,
     report."""
@@ -108,9 +135,13 @@ def run(ctx: CheckContext) -> Iterator[Result]:
     status, aspect, msg = verdict(host.live, runtime_ok if host.live else None, boot_ok,
                                   boot_set=entry is not None, what="/dev/shm size",
                                   runtime_txt=rt_txt, boot_txt=boot_txt, want=want)
+    rem = _remediation(minimum, entry) if status is Status.FAIL else None
+    if status is Status.FAIL and runtime_ok is False and boot_ok and \
+            rt_txt != "not a tmpfs mount":  # the boot mount is right: apply it, only
+        rem = apply_boot(entry, rt_txt != "not mounted")
     yield Result(status, "/dev/shm", msg, expected=want,
                  actual=rt_txt if host.live else boot_txt, aspect=aspect, evidence=tuple(ev),
-                 remediation=_remediation(minimum, entry) if status is Status.FAIL else None)
+                 remediation=rem)
 
 
 @hookimpl

@@ -7,7 +7,9 @@ auto-discovered swap partitions are not visible offline.  With ``must_be_off: fa
 rule does not apply.
 
 Decide: :func:`aiaudit.core.verdict.verdict`.  The fix comments out the fstab swap lines in
-place, masks the units, overrides the zram-generator configuration and runs ``swapoff -a``.
+place, masks the units, overrides the zram-generator configuration and runs ``swapoff -a``;
+where nothing configured turns swap on (only the running state is wrong), ``swapoff -a``
+alone.
 """
 
 from __future__ import annotations
@@ -84,6 +86,14 @@ def _remediation(configured: list[str], units: list[str]) -> Remediation:
                        tuple(snips))
 
 
+SWAPOFF = Remediation(
+    "Turn swap off now with `swapoff -a`; the boot configuration turns none on (fstab, "
+    ".swap units, zram-generator), so it is already right. If swap is back after a reboot, "
+    "a GPT auto-discovered swap partition or a script running swapon turned it on.",
+    (Snippet.command("swapoff -a", "turn swap off now"),))
+"""The fix for drift: swap is on now, nothing configured turns it on at boot."""
+
+
 def run(ctx: CheckContext) -> Iterator[Result]:
     """Evaluate the swap rule: gather active and configured swap, decide, report."""
     host, p = ctx.host, ctx.params
@@ -104,10 +114,11 @@ def run(ctx: CheckContext) -> Iterator[Result]:
     now = ", ".join(active) or "off"
     status, aspect, msg = verdict(host.live, not active, boot_ok, boot_set=bool(configured),
                                   what="swap", runtime_txt=now, boot_txt=boot_txt, want="off")
+    rem = None
+    if status is Status.FAIL:  # nothing configured: only the running state is wrong
+        rem = SWAPOFF if active and not configured else _remediation(configured, units)
     yield Result(status, "swap", msg, expected="off", actual=now if host.live else boot_txt,
-                 aspect=aspect, evidence=(*ev, *boot_ev),
-                 remediation=_remediation(configured, units) if status is Status.FAIL
-                 else None)
+                 aspect=aspect, evidence=(*ev, *boot_ev), remediation=rem)
 
 
 @hookimpl

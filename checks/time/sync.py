@@ -38,15 +38,25 @@ from aiaudit.linux.rootkind import NOT_BOOTED, boots
 UNITS = ("chrony.service", "chronyd.service", "systemd-timesyncd.service", "ntp.service",
          "ntpd.service", "ntpsec.service", "openntpd.service")
 COMMS = ("chronyd", "systemd-timesyn", "ntpd", "openntpd")
+UNITS_OF = {"chronyd": ("chrony.service", "chronyd.service"),
+            "systemd-timesyn": ("systemd-timesyncd.service",),
+            "ntpd": ("ntp.service", "ntpd.service", "ntpsec.service"),
+            "openntpd": ("openntpd.service",)}
+"""The units of :data:`UNITS` that start each daemon of :data:`COMMS`."""
 MAX_PIDS = 65536
 SUBJECT = "time sync"
 
-FIX = Remediation("Enable a time synchronisation daemon (chrony is the usual choice for "
-                  "servers; point it at the site's NTP servers).", (
-                      Snippet.command("apt-get install chrony  # or: dnf install chrony",
-                                      "install chrony"),
-                      Snippet.command("systemctl enable --now chrony  # chronyd on RHEL",
-                                      "start it now and at boot")))
+def install_fix(host: Host) -> Remediation:
+    """Install chrony (the usual choice for servers) with the root's package manager, and
+    start it now and at every boot (its unit is ``chronyd`` on RHEL and SUSE)."""
+    from aiaudit.linux.packages.install import family, install_command
+
+    unit = "chronyd" if family(host) in ("rhel", "suse") else "chrony"
+    return Remediation("Enable a time synchronisation daemon (chrony is the usual choice for "
+                       "servers; point it at the site's NTP servers).", (
+                           Snippet.command(f"{install_command(host, 'chrony')} && "
+                                           f"systemctl enable --now {unit}",
+                                           "install chrony, start it now and at boot"),))
 
 
 @record
@@ -60,6 +70,8 @@ class Units:
     idle: tuple[Evidence, ...]
     """Why none of the others starts at boot: units installed but not enabled, masked or
     unreadable, and where the missing ones were looked for."""
+    disabled: tuple[str, ...] = ()
+    """Installed units that are not enabled (neither masked nor unreadable)."""
 
 
 def run(ctx: CheckContext) -> Iterator[Result]:
@@ -70,9 +82,9 @@ def run(ctx: CheckContext) -> Iterator[Result]:
         return
     units = boot_units(host)
     if host.live:
-        yield _live(units, running(host))
+        yield _live(units, running(host), host)
     else:
-        yield _offline(units)
+        yield _offline(units, host)
 
 
 def boot_units(host: Host) -> Units:
@@ -83,6 +95,7 @@ def boot_units(host: Host) -> Units:
     evs: list[Evidence] = []
     idle: list[Evidence] = []
     absent: list[str] = []
+    disabled: list[str] = []
     for u in UNITS:
         try:
             unit = load_unit(host, u)
@@ -101,12 +114,13 @@ def boot_units(host: Host) -> Units:
             if en.evidence:
                 evs.append(Evidence.file(en.evidence))
         else:
+            disabled.append(u)
             idle.append(unit_evidence(host, u, en))
     if absent:
         idle.append(Evidence.default(f"time sync units: {search_text(absent)}",
                                      "none installed" if len(absent) == len(UNITS)
                                      else "not installed"))
-    return Units(tuple(enabled), tuple(evs), tuple(idle))
+    return Units(tuple(enabled), tuple(evs), tuple(idle), tuple(disabled))
 
 
 def running(host: Host) -> list[tuple[str, str]]:
@@ -131,30 +145,56 @@ def _note(enabled: tuple[str, ...]) -> str:
             if len(enabled) > 1 else "")
 
 
-def _live(units: Units, procs: list[tuple[str, str]]) -> Result:
+def _live(units: Units, procs: list[tuple[str, str]], host: Host) -> Result:
     """Live: a daemon runs, and its unit is enabled."""
     names = [c for c, _ in procs]
     evs = (*units.evidence, *(Evidence.runtime(f"/proc/{pid}/comm", c) for c, pid in procs))
     if not procs:
         looked = Evidence.default(f"processes: {', '.join(COMMS)} in /proc/<pid>/comm",
                                   "none running")
-        return Result(Status.FAIL, SUBJECT, "no time synchronisation daemon is running"
-                      + (f" ({', '.join(units.enabled)} enabled but not running)"
-                         if units.enabled else ""), expected="running", actual="none",
-                      aspect=Aspect.RUNTIME, evidence=(*evs, *units.idle, looked),
-                      remediation=FIX)
+        if units.enabled:  # the boot configuration is right: start what it starts
+            return Result(Status.FAIL, SUBJECT, "no time synchronisation daemon is running "
+                          f"({', '.join(units.enabled)} enabled but not running): the boot "
+                          f"configuration is right; it was stopped or failed"
+                          f"{_note(units.enabled)}",
+                          expected="running", actual="none", aspect=Aspect.DRIFT,
+                          evidence=(*evs, looked), remediation=start(units.enabled))
+        return Result(Status.FAIL, SUBJECT, "no time synchronisation daemon is running",
+                      expected="running", actual="none", aspect=Aspect.RUNTIME,
+                      evidence=(*evs, *units.idle, looked), remediation=install_fix(host))
     if not units.enabled:
         return Result(Status.FAIL, SUBJECT, f"{', '.join(names)} runs but no time sync unit is "
                       "enabled: it stops at the next reboot", expected="enabled",
                       actual="not enabled", aspect=Aspect.DRIFT, evidence=(*evs, *units.idle),
-                      remediation=FIX)
+                      remediation=enable(names, units.disabled, host))
     return Result(Status.PASS, SUBJECT, f"{', '.join(names)} is running and "
                   f"{', '.join(units.enabled)} is enabled{_note(units.enabled)}",
                   expected="running", actual=", ".join(names), aspect=Aspect.RUNTIME,
                   evidence=evs)
 
 
-def _offline(units: Units) -> Result:
+def start(enabled: tuple[str, ...]) -> Remediation:
+    """The fix for drift (a unit is enabled, no daemon runs): start the enabled unit, as
+    the boot does; nothing to install or enable.  With several enabled, the first (they
+    should not all run: the note says so)."""
+    unit = enabled[0]
+    return Remediation(f"Start {unit}, which the boot starts; the boot configuration is "
+                       "already right. If it fails again, `systemctl status "
+                       f"{unit}` says why.",
+                       (Snippet.command(f"systemctl start {unit}", "start it as at boot"),))
+
+
+def enable(names: list[str], disabled: tuple[str, ...], host: Host) -> Remediation:
+    """The fix when a daemon runs but no unit is enabled: enable its installed unit (it
+    runs already: nothing to install or start); else :func:`install_fix`."""
+    unit = next((u for c in names for u in UNITS_OF.get(c, ()) if u in disabled), None)
+    if unit is None:
+        return install_fix(host)
+    return Remediation(f"Enable {unit} so the running {names[0]} also starts at boot.",
+                       (Snippet.enable(unit, "start it at every boot"),))
+
+
+def _offline(units: Units, host: Host) -> Result:
     """Offline: a daemon's unit is enabled."""
     if units.enabled:
         return Result(Status.PASS, SUBJECT, f"{', '.join(units.enabled)} is "
@@ -164,7 +204,7 @@ def _offline(units: Units) -> Result:
     return Result(Status.FAIL, SUBJECT, "no time synchronisation unit is installed and "
                   f"enabled (looked for {', '.join(UNITS)})", expected="enabled",
                   actual="none", aspect=Aspect.PERSISTED, evidence=units.idle,
-                  remediation=FIX)
+                  remediation=install_fix(host))
 
 
 @hookimpl

@@ -101,6 +101,8 @@ class Limiter:
     """True when it keeps CPUs out of every state deeper than the bound."""
     text: str
     evidence: Evidence
+    unit: str = ""
+    """The unit that applies it when it starts (``tuned.service``, the cpupower one)."""
 
 
 def force_latency_holds(value: str, bound: int, max_cstate: int, file: str = "",
@@ -134,7 +136,7 @@ def tuned_latency(host: Host, bound: int, max_cstate: int) -> Limiter | None:
     v = o.value.strip()
     return Limiter(force_latency_holds(v, bound, max_cstate, o.file, o.line),
                    f"tuned force_latency={v} ({st.describe()})",
-                   Evidence.file(o.file, o.line, f"force_latency={v}"))
+                   Evidence.file(o.file, o.line, f"force_latency={v}"), "tuned.service")
 
 
 def cpupower_idle(host: Host, bound: int) -> Limiter | None:
@@ -149,7 +151,7 @@ def cpupower_idle(host: Host, bound: int) -> Limiter | None:
                 n = _int(c.argv[i + 1])
                 found = Limiter(n is not None and n <= bound,
                                 f"{c.unit} runs cpupower idle-set -D {c.argv[i + 1]}",
-                                Evidence.file(c.file, c.line, c.text))
+                                Evidence.file(c.file, c.line, c.text), c.unit)
     return found
 
 
@@ -249,6 +251,8 @@ class BootLimit:
     notes: tuple[str, ...]
     """Things a person should know: a regenerated bootloader config that differs, a
     mechanism that does not limit enough."""
+    units: tuple[str, ...] = ()
+    """The units whose start applies a limit that holds (tuned, a cpupower unit)."""
 
 
 def _params(src: CmdlineSource) -> list[str]:
@@ -283,11 +287,13 @@ def boot_limit(cfg: BootConfig, tuned: Limiter | None, cpupower: Limiter | None,
     (``tuned_lacks``: why tuned sets no force_latency)."""
     held, text, ev, notes = _booted(cfg, driver, max_cstate)
     held_by = [held] if held else []
+    units: list[str] = []
     for extra in (tuned, cpupower):
         if extra is not None:
             ev.append(extra.evidence)
             if extra.holds:
                 held_by.append(extra.text)
+                units += [extra.unit] if extra.unit else []
             else:
                 notes.append(f"{extra.text} does not limit to {bound} µs")
     ok = bool(held_by)
@@ -307,7 +313,7 @@ def boot_limit(cfg: BootConfig, tuned: Limiter | None, cpupower: Limiter | None,
         ok = True
         text = (f"nothing to limit: driver {driver} offers no state deeper than "
                 f"{bound} µs and no boot parameter removes states")
-    return BootLimit(ok, text, tuple(ev), tuple(notes))
+    return BootLimit(ok, text, tuple(ev), tuple(notes), tuple(units))
 
 
 def drift(proc: CmdlineSource | None, booted: CmdlineSource | None, driver: str | None,

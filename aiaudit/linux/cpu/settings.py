@@ -289,9 +289,10 @@ def boot_epp(host: Host) -> BootChain:
         return win, ev, explicit
     gwin, gev, _ = boot_governor(host)
     if gwin is not None and gwin.value == "performance":
+        # the unit that sets the governor forces the preference when it runs
         return BootSetting("performance", f"forced by the performance governor "
                            f"({gwin.source}) with intel_pstate/amd-pstate-epp",
-                           gwin.evidence), gev, True
+                           gwin.evidence, gwin.unit), gev, True
     from aiaudit.linux.tuned import profiles as tuned  # see default_governor
 
     gov = (f"the boot governor is {gwin.value} ({gwin.source}), not performance"

@@ -13,7 +13,6 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from aiaudit.core.host import Host
-from aiaudit.core.identity import os_release
 from aiaudit.core.model import Evidence, Remediation, Result, Snippet, Status
 from aiaudit.linux import ldconf
 from aiaudit.linux.gpu import stack as gs
@@ -35,19 +34,10 @@ def schema(props: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def distro(host: Host) -> str:
-    """The scanned root's distribution family (os-release ``ID`` and ``ID_LIKE``):
-    ``ubuntu``, ``debian``, ``rhel``, ``suse`` or ``other``."""
-    osr = os_release(host)
-    ids = {osr.get("ID", "")} | set(osr.get("ID_LIKE", "").split())
-    if "ubuntu" in ids:
-        return "ubuntu"
-    if "debian" in ids:
-        return "debian"
-    if ids & {"rhel", "fedora", "centos", "rocky", "almalinux", "ol"}:
-        return "rhel"
-    if ids & {"suse", "sles", "opensuse", "opensuse-leap"}:
-        return "suse"
-    return "other"
+    """The scanned root's distribution family: :func:`aiaudit.linux.packages.install.family`."""
+    from aiaudit.linux.packages.install import family
+
+    return family(host)
 
 
 def _install_how(family: str, branch: int) -> tuple[str, str]:

@@ -40,12 +40,13 @@ class Boot:
     """Rules files that could not be read."""
 
 
-def udev_writes(host: Host, disk: Disk, attrs: tuple[str, ...]
+def udev_writes(host: Host, disk: Disk, attrs: tuple[str, ...], action: str = "add"
                 ) -> tuple[up.AttrWrite | None, list[up.AttrWrite], tuple[str, ...]]:
     """(last certain write, undecided writes after it, unreadable rules files) of the
-    attribute ``attrs[0]`` (aliases after it) for ``disk``, in udev's rule order."""
+    attribute ``attrs[0]`` (aliases after it) for ``disk``, in udev's rule order, for an
+    ``action`` event (``add``: the coldplug at boot)."""
     rules = udev.load(host, attrs)
-    dev = up.Device(disk.name, attrs=disk.attrs)
+    dev = up.Device(disk.name, attrs=disk.attrs, action=action)
     writes: list[up.AttrWrite] = []
     for attr in attrs:
         writes += up.attr_writes(rules.rules, dev, attr)
@@ -83,3 +84,12 @@ def boot_value(host: Host, disk: Disk, attrs: tuple[str, ...], default: str | No
     ev += [Evidence.file(w.rule.file, w.rule.line, w.rule.raw) for w in doubt]
     return Boot(value, source, explicit, tuple(ev), und, tuple(w.value for w in doubt),
                 problems)
+
+
+def trigger_action(host: Host, disk: Disk, attrs: tuple[str, ...], value: str) -> str:
+    """The ``udevadm trigger --action`` that makes the rules write ``value`` again:
+    ``change`` (the usual, and udevadm's default) when a change event writes it as the
+    boot's ``add`` does, else ``add`` (a rule limited to ``ACTION=="add"``), as
+    systemd-udev-trigger replays it at boot."""
+    last, _, _ = udev_writes(host, disk, attrs, "change")
+    return "change" if last is not None and last.value == value else "add"

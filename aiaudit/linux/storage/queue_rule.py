@@ -122,6 +122,9 @@ def _disk_result(ctx: CheckContext, disk: Disk, spec: QueueAttr) -> Result:
         return Result(d.status, disk.subject, d.message, expected=spec.want(disk),
                       actual=runtime, evidence=tuple(evidence), data=data)
     rem = remediation(host, disk, spec, b) if d.status is Status.FAIL else None
+    if d.status is Status.FAIL and runtime is not None and not spec.ok(disk, runtime) and \
+            boot_right(spec, disk, b):  # only the running value is wrong: apply the boot's
+        rem = apply_boot(host, disk, spec, b)
     return Result(d.status, disk.subject, d.message, expected=spec.want(disk),
                   actual=runtime or b.value, aspect=d.aspect, evidence=tuple(evidence),
                   remediation=rem, data=data)
@@ -158,6 +161,32 @@ def decide(spec: QueueAttr, disk: Disk, runtime: str | None, b: Boot, *, live: b
     status, aspect, msg = verdict(live, rt_ok, boot_ok, boot_set=b.explicit, what=what,
                                   runtime_txt=str(runtime), boot_txt=boot_text(b), want=w)
     return Decision(status, aspect, msg)
+
+
+def boot_right(spec: QueueAttr, disk: Disk, b: Boot) -> bool:
+    """Whether the boot writes a right value, whatever the undecided rules do."""
+    return b.value is not None and spec.ok(disk, b.value) and \
+        all(spec.ok(disk, v) for v in b.undecided_values)
+
+
+def apply_boot(host: Host, disk: Disk, spec: QueueAttr, b: Boot) -> Remediation:
+    """The fix for drift (the boot value is right, the running one is not): what writes it
+    at boot, again: tuned re-applies its profile when restarted; a udev rule is replayed
+    for the disk with ``udevadm trigger`` (after a reload, in case the rule is newer than
+    udevd's copy); the kernel default is written through sysfs.  No rule to add."""
+    from aiaudit.linux.storage.boot_value import trigger_action
+
+    attr, sysdir = spec.attr, f"/sys/block/{disk.name}"
+    if b.source.startswith("tuned"):
+        cmd, what = "systemctl restart tuned.service", "tuned re-applies its [disk] settings"
+    elif b.explicit and b.value is not None:
+        act = trigger_action(host, disk, (attr,), b.value)
+        cmd = f"udevadm control --reload && udevadm trigger --action={act} {sysdir}"
+        what = f"replay the udev rules for {disk.name} (they write {attr})"
+    else:
+        cmd, what = f"echo {b.value} > {sysdir}/{attr}", "write the boot value now"
+    return Remediation(f"Apply the boot value {attr} = {b.value} to {disk.name} "
+                       f"({b.source}, already right): `{cmd}`.", (Snippet.command(cmd, what),))
 
 
 def remediation(host: Host, disk: Disk, spec: QueueAttr, b: Boot) -> Remediation:

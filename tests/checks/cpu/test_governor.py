@@ -105,3 +105,15 @@ def test_governor_offline_nothing_set_names_what_was_looked_for(make_root) -> No
     assert ev.value == ("kernel default unknown: boot/config-6.1.0 has no "
                         "CONFIG_CPU_FREQ_DEFAULT_GOV_*=y")
 
+
+
+def test_governor_right_by_kernel_default_is_applied_not_persisted(make_root) -> None:
+    """The kernel that boots defaults to performance (nothing sets another): a powersave
+    CPU now is fixed by applying the boot value, with no unit to install (issue 30)."""
+    cfg = {"/boot/config-6.1.0": "CONFIG_CPU_FREQ_DEFAULT_GOV_PERFORMANCE=y\n"}
+    root = intel(make_root, lambda c: "powersave" if SOCK0(c) else "performance", extra=cfg)
+    (r,) = run_check("cpu.governor", root, PERF, live=True)
+    assert r.status is Status.FAIL
+    assert [s.kind for s in r.remediation.snippets] == ["command"]
+    assert r.remediation.snippets[0].content.startswith("cpupower frequency-set -g performance")
+    assert "already right" in r.remediation.summary

@@ -50,9 +50,11 @@ def test_offline_skips(make_root) -> None:
 
 
 def test_fix_is_the_kernels_own_value(make_root) -> None:
-    """The remediation proposes tcp_init_mem's value for this RAM, in the sysctl drop-in,
-    and that value passes."""
-    [r] = run_check("kernel.tcp_mem", root(make_root, "65536 131072 262144"), live=True)
+    """The remediation proposes tcp_init_mem's value for this RAM, in the sysctl drop-in
+    where a persisted value is wrong, and that value passes."""
+    [r] = run_check("kernel.tcp_mem", root(make_root, "65536 131072 262144",
+                                           conf="65536 131072 262144"), live=True)
+    assert r.aspect is Aspect.RUNTIME
     file, cmd = r.remediation.snippets
     assert (file.kind, file.path) == ("file", "/etc/sysctl.d/99-zz-aiaudit.conf")
     value = file.content.split("=", 1)[1].strip()
@@ -66,3 +68,25 @@ def test_unparsable_persisted_value_is_an_error(make_root) -> None:
     good = f"{pages // 20} {pages // 16} {pages // 10}"
     [r] = run_check("kernel.tcp_mem", root(make_root, good, conf="lots"), live=True)
     assert r.status is Status.ERROR and "60-tcp.conf:1" in r.message
+
+
+def test_drift_fix_applies_the_boot_value_only(make_root) -> None:
+    """Issue 30: the runtime value is wrong and the boot value is right: write the boot
+    value now (the persisted one, else the kernel's own for this RAM), no drop-in."""
+    pages = 263921664 * 1024 // 4096
+    good = f"{pages // 20} {pages // 16} {pages // 10}"
+    [r] = run_check("kernel.tcp_mem", root(make_root, "65536 131072 262144", conf=good),
+                    live=True)
+    assert (r.status, r.aspect) == (Status.FAIL, Aspect.DRIFT)
+    assert "60-tcp.conf:1), which is right" in r.message
+    assert [(s.kind, s.content) for s in r.remediation.snippets] == [
+        ("command", f"sysctl -w net.ipv4.tcp_mem='{good}'")]
+    assert "already right" in r.remediation.summary
+    [r] = run_check("kernel.tcp_mem", root(make_root, "65536 131072 262144"), live=True)
+    assert (r.status, r.aspect) == (Status.FAIL, Aspect.RUNTIME)
+    assert "no sysctl.d file sets it" in r.message
+    [cmd] = r.remediation.snippets
+    assert cmd.kind == "command" and cmd.content.startswith("sysctl -w net.ipv4.tcp_mem='")
+    value = cmd.content.split("'")[1]
+    [ok] = run_check("kernel.tcp_mem", root(make_root, value), live=True)
+    assert ok.status is Status.PASS

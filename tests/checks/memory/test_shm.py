@@ -16,9 +16,9 @@ def test_shm_live(make_root) -> None:
     files["/proc/mounts"] = "tmpfs /dev/shm tmpfs rw,size=65536k 0 0\n"
     (r,) = run_check("memory.shm", make_root(files), {"min_size": "4G"}, live=True)
     assert r.status is Status.FAIL and r.aspect is Aspect.RUNTIME and r.actual == "64M"
+    # the boot's default mount (half of RAM, 7.8G) is right: remount as at boot, no edit
     assert [s.content for s in r.remediation.snippets] == [
-        "set-mount tmpfs /dev/shm tmpfs rw,nosuid,nodev,size=4G 0 0",
-        "mount -o remount,size=4G /dev/shm"]
+        "mount -o remount,size=50% /dev/shm"]
     files["/proc/mounts"] = "tmpfs /dev/shm tmpfs rw,size=0k 0 0\n"     # unlimited
     (r,) = run_check("memory.shm", make_root(files), {"min_size": "90%"}, live=True)
     assert r.status is Status.FAIL and r.aspect is Aspect.DRIFT     # default 50% at boot
@@ -63,3 +63,28 @@ def test_fstab_remediation_edits_fstab_in_place(make_root) -> None:
         "tmpfs /dev/shm tmpfs rw,nosuid,nodev,size=50% 0 0"]
     for op in ops:  # idempotent
         assert edits.apply(op, text) == text
+
+
+RAM16G = {"/proc/meminfo": "MemTotal: 16318464 kB\n"}
+
+
+def test_shm_drift_remounts_with_the_fstab_size(make_root) -> None:
+    """Drift fix (issue 30): /etc/fstab mounts /dev/shm with 8g, it is mounted with 64M now:
+    remount with the fstab's size (util-linux merges the fstab line's options on a remount;
+    the size is explicit because a remount without size= keeps the current one: both
+    checked with util-linux 2.38.1 mount -T on a tmpfs), and edit nothing."""
+    files = {**RAM16G, "/etc/fstab": "tmpfs /dev/shm tmpfs defaults,size=8g 0 0\n",
+             "/proc/mounts": "tmpfs /dev/shm tmpfs rw,size=65536k 0 0\n"}
+    (r,) = run_check("memory.shm", make_root(files), {"min_size": "4G"}, live=True)
+    assert (r.status, r.aspect) == (Status.FAIL, Aspect.DRIFT)
+    assert "boot configuration" in r.message and "is right" in r.message
+    assert [(s.kind, s.content) for s in r.remediation.snippets] == [
+        ("command", "mount -o remount,size=8g /dev/shm")]
+    assert "etc/fstab:1" in r.remediation.summary and "already right" in r.remediation.summary
+    files["/proc/mounts"] = "proc /proc proc rw 0 0\n"     # not mounted: mount it
+    (r,) = run_check("memory.shm", make_root(files), {"min_size": "4G"}, live=True)
+    assert [s.content for s in r.remediation.snippets] == ["mount /dev/shm"]
+    # the fstab size is too small too: the fstab edit and the resize
+    (r,) = run_check("memory.shm", make_root(files), {"min_size": "10G"}, live=True)
+    assert r.aspect is Aspect.PERSISTED
+    assert [s.kind for s in r.remediation.snippets] == ["edit", "command"]

@@ -38,3 +38,19 @@ def test_zram_generator_masked_by_empty_etc_config(make_root) -> None:
     files["/etc/systemd/zram-generator.conf"] = "# none\n"
     (r,) = run_check("memory.swap", make_root(files))
     assert r.status is Status.PASS
+
+
+def test_swap_on_now_nothing_configured_is_swapoff_only(make_root) -> None:
+    """Drift fix (issue 30): nothing at boot turns swap on, swap is on now: `swapoff -a`
+    only, no edit of an fstab without swap lines; configured swap still gets the full
+    fix."""
+    files = {"/etc/fstab": "UUID=1 / ext4 defaults 0 1\n",
+             "/proc/swaps": SWAPS_HDR + "/swapfile file 8388604 0 -2\n"}
+    (r,) = run_check("memory.swap", make_root(files), live=True)
+    assert (r.status, r.aspect) == (Status.FAIL, Aspect.RUNTIME)
+    assert [(s.kind, s.content) for s in r.remediation.snippets] == [("command", "swapoff -a")]
+    assert "already right" in r.remediation.summary
+    files["/etc/fstab"] += "/swapfile none swap sw 0 0\n"
+    (r,) = run_check("memory.swap", make_root(files), live=True)
+    assert (r.status, r.aspect) == (Status.FAIL, Aspect.PERSISTED)
+    assert [s.kind for s in r.remediation.snippets] == ["edit", "command"]

@@ -81,3 +81,41 @@ def test_offline_masked_unit_is_the_mask_link(make_root) -> None:
     [mask] = [e for e in r.evidence if e.kind == "file"]
     assert (mask.path, mask.value) == ("/etc/systemd/system/systemd-timesyncd.service",
                                        "systemd-timesyncd.service is masked")
+
+
+def test_live_enabled_not_running_starts_the_unit(make_root) -> None:
+    """Drift fix (issue 30): the unit is enabled and nothing runs: start it, nothing else
+    (no install, no enable)."""
+    files = {"/lib/systemd/system/chrony.service": UNIT, "/proc/1/comm": "systemd\n"}
+    [r] = run_check("time.sync", make_root(files, WANT), live=True)
+    assert (r.status, r.aspect) == (Status.FAIL, Aspect.DRIFT)
+    assert "boot configuration is right" in r.message
+    assert [(s.kind, s.content) for s in r.remediation.snippets] == [
+        ("command", "systemctl start chrony.service")]
+    assert "already right" in r.remediation.summary
+    # nothing enabled, nothing running: still the install-and-enable fix
+    [r] = run_check("time.sync", make_root(files), live=True)
+    assert (r.status, r.aspect) == (Status.FAIL, Aspect.RUNTIME)
+    [cmd] = [s.content for s in r.remediation.snippets]
+    assert cmd.startswith("apt-get install -y ") and cmd.endswith(
+        " chrony && systemctl enable --now chrony")
+
+
+def test_live_running_not_enabled_enables_its_unit(make_root) -> None:
+    """The opposite: chronyd runs, chrony.service is installed and not enabled: enable it
+    (it runs: nothing to install); a daemon without an installed unit keeps the install
+    fix."""
+    files = {"/lib/systemd/system/chrony.service": UNIT, "/proc/1/comm": "systemd\n",
+             "/proc/812/comm": "chronyd\n"}
+    [r] = run_check("time.sync", make_root(files), live=True)
+    assert (r.status, r.aspect) == (Status.FAIL, Aspect.DRIFT)
+    assert [(s.kind, s.content) for s in r.remediation.snippets] == [
+        ("enable", "chrony.service")]
+    del files["/lib/systemd/system/chrony.service"]
+    [r] = run_check("time.sync", make_root(files), live=True)
+    assert r.remediation.snippets[0].content.startswith("apt-get install -y ")
+    # the root's distribution decides the command and the unit's name
+    files["/etc/os-release"] = 'ID="rocky"\nID_LIKE="rhel centos fedora"\n'
+    [r] = run_check("time.sync", make_root(files), live=True)
+    assert r.remediation.snippets[0].content == (
+        "dnf install -y chrony && systemctl enable --now chronyd")
