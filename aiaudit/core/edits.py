@@ -142,29 +142,16 @@ def apply(op: str, text: str) -> str:
 
 # awk programs: fixed text, arguments from the environment (ENVIRON, not -v, which
 # would interpret backslash escapes); POSIX awk (mawk, gawk, busybox).
-AWK_COMMENT_SWAP = r"""{
-    if (NF >= 3 && substr($1, 1, 1) != "#" && $3 == "swap") print "#" $0; else print
-}"""
-AWK_SET_MOUNT = r"""BEGIN { line = ENVIRON["AIAUDIT_LINE"]; split(line, w); mp = w[2]; done = 0 }
-{
-    if (NF >= 2 && substr($1, 1, 1) != "#" && $2 == mp) {
-        if ($0 == line && !done) { done = 1; print } else print "#" $0
-        next
-    }
-    print
-}
+AWK_COMMENT_SWAP = r"""NF >= 3 && substr($1, 1, 1) != "#" && $3 == "swap" { print "#" $0; next }
+{ print }"""
+AWK_SET_MOUNT = r"""BEGIN { line = ENVIRON["AIAUDIT_LINE"]; split(line, w); mp = w[2] }
+NF >= 2 && substr($1, 1, 1) != "#" && $2 == mp {
+    if ($0 == line && !done) { done = 1; print } else print "#" $0; next }
+{ print }
 END { if (!done) print line }"""
-AWK_SET_DIRECTIVE = r"""function key(s) {
-    sub(/^[ \t]+/, "", s); sub(/[ \t=].*$/, "", s); return tolower(s)
-}
-BEGIN { line = ENVIRON["AIAUDIT_LINE"]; kw = key(line); done = 0; inmatch = 0 }
-{
-    k = key($0)
-    if (!inmatch && k == "match") { if (!done) { print line; done = 1 } inmatch = 1 }
-    if (!inmatch && k == kw) {
-        if ($0 == line && !done) { done = 1; print } else print "# aiaudit: " $0
-        next
-    }
-    print
-}
-END { if (!done) print line }"""
+AWK_SET_DIRECTIVE = r"""function key(s) { sub(/^[ \t]+/, "", s); sub(/[ \t=].*$/, "", s); return tolower(s) }
+BEGIN { line = ENVIRON["AIAUDIT_LINE"]; kw = key(line) }
+{ k = key($0); if (!inmatch && k == "match") { if (!done) print line; done = inmatch = 1 } }
+!inmatch && k == kw { if ($0 == line && !done) { done = 1; print } else print "# aiaudit: " $0; next }
+{ print }
+END { if (!done) print line }"""  # noqa: E501 (one awk rule a line: the pasted block is short)

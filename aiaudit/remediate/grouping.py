@@ -219,14 +219,15 @@ def _make_group(keys: list[_FixKey], by_key: dict[_FixKey, list[Finding]]) -> Fi
 
 def _edit_commands(keys: list[_FixKey]) -> list[str]:
     """The in-place edits of the fixes ``keys`` as commands a person pastes: the edit
-    function (:mod:`aiaudit.remediate.paste`) once, then one call per edit, each once."""
+    function (:mod:`aiaudit.remediate.paste`) once, then one call per file and operation,
+    each edit once."""
     ops = list(dict.fromkeys((s.path, s.content) for k in keys if k[0] == "result"
                              for s in k[3] if s.kind == "edit" and s.path))
     if not ops:
         return []
     from aiaudit.remediate import paste
 
-    return [paste.function([op for _p, op in ops]), *(paste.call(p, op) for p, op in ops)]
+    return [paste.function([op for _p, op in ops]), *paste.calls(ops)]
 
 
 _SECTION = re.compile(r"\[[^\]\n]+\]")
@@ -256,6 +257,27 @@ def _merged_lines(blocks: list[str]) -> list[str]:
         out += [name, *(ln for ln in body if ln or body.index(ln) < len(body) - 1)]
     while out and out[-1] == "":
         out.pop()
+    return _merged_appends(out)
+
+
+_APPEND = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)="\$\1 ([^"$`\\]*)"')
+"""A shell variable append, as a ``/etc/default/grub.d`` drop-in writes one:
+``GRUB_CMDLINE_LINUX_DEFAULT="$GRUB_CMDLINE_LINUX_DEFAULT intel_idle.max_cstate=1"``."""
+
+
+def _merged_appends(lines: list[str]) -> list[str]:
+    """``lines`` with the appends to one variable (:data:`_APPEND`) that follow each other
+    made one (``X="$X a"`` then ``X="$X b"`` is ``X="$X a b"``): one line per file and key,
+    the words in order, each once."""
+    out: list[str] = []
+    for line in lines:
+        m = _APPEND.fullmatch(line)
+        prev = _APPEND.fullmatch(out[-1]) if out and m else None
+        if m and prev and prev.group(1) == m.group(1):
+            words = list(dict.fromkeys([*prev.group(2).split(), *m.group(2).split()]))
+            out[-1] = f'{m.group(1)}="${m.group(1)} {" ".join(words)}"'
+        else:
+            out.append(line)
     return out
 
 
@@ -292,7 +314,7 @@ def _summarise(g: FixGroup, summaries: list[str]) -> None:
     elif not g.files:
         # the summaries are the fix (edit this line...): one headline, the rest are steps
         shown = "its commands make them" if g.commands or g.enable else "listed with it"
-        g.summary = f"{summaries[0]} (and {len(summaries) - 1} more changes, {shown})"
+        g.summary = f"{summaries[0]} (and {len(summaries) - 1} more, {shown})"
         g.steps = summaries[1:]
     else:
         # what the drop-ins say is the fix; the per-setting summaries would repeat them

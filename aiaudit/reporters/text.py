@@ -230,6 +230,8 @@ def _header(run: RunResult) -> list[Line]:
     out = [Line([("aiaudit ", "bold"), (_s(run.tool_version), ""), (" · ruleset ", "dim"),
                  (_s(f"{run.ruleset} {run.ruleset_version}"), "bold"), (" · host ", "dim"),
                  (f"{_s(h.hostname)}{osname}", "bold"), (image, "dim")])]
+    if h.image_kind:  # a bootable host is what the reader expects: why, only for the others
+        out[0].segments.append((" · " + _s(KIND_LABEL.get(h.image_kind, h.image_kind)), "bold"))
     where = ("the running system" if h.mode == "live" and h.root == "/" else
              f"root {_s(h.root)}")
     paths = "" if h.root == "/" else " (paths below are as on the scanned system)"
@@ -243,24 +245,27 @@ def _header(run: RunResult) -> list[Line]:
     if run.ruleset_source and not run.ruleset_source.startswith("aiaudit.rulesets/"):
         facts += [("; ruleset from ", "dim"), (_s(run.ruleset_source), "bold")]
     out.append(Line(facts))
-    if h.image_kind:
+    if h.image_kind and h.image_kind != "bootable":
         why = f" ({_s(h.image_kind_reason)})" if h.image_kind_reason else ""
         out.append(Line([("Kind: ", "dim"), (_s(KIND_LABEL.get(h.image_kind, h.image_kind)),
                                               "bold"), (why, "dim")]))
     no_user = no_user_skips(run)
     if no_user:
         ids = ", ".join(dict.fromkeys(_s(f.rule_id) for f in no_user))
+        # $SUDO_USER and $SLURM_JOB_USER name users of this machine, not of another root
+        ways = ", sudo, a Slurm job or settings.user" if h.root == "/" else " or settings.user"
         out.append(Line([("Note: ", "bold yellow"), (
-            f"{plural(len(no_user), 'rule')} about the training user's limits were not "
-            f"evaluated because no training user is known ({ids}). Name one with "
-            "--user NAME (or run under sudo or a Slurm job, or set settings.user in the "
-            "ruleset).", "yellow")]))
+            f"no training user is known: {plural(len(no_user), 'rule')} were not evaluated "
+            f"({ids}); name one with --user NAME{ways}.", "yellow")]))
     return out
 
 
 MAX_ALONE = 3
 """Rules skipped for a reason of their own listed each with its reason; more are named on
 one line (their reasons with ``-v``)."""
+MIN_SHARED = 3
+"""Rules a reason must be shared by to get a line of its own when the rules of a reason of
+their own are named on one line (fewer join them there)."""
 
 
 def _skipped(skips: list[Finding], verbose: bool) -> list[Line]:
@@ -270,34 +275,40 @@ def _skipped(skips: list[Finding], verbose: bool) -> list[Line]:
             out.append(_rule_line(f, 0))
             out += _result_lines(f, 4)
         return out
+    shared, alone = _skip_groups(skips)
+    out += [Line([(_s(reason), ""), (f": {plural(n, 'rule')}", "bold")], 2)
+            for reason, n in shared]
+    if len(alone) <= MAX_ALONE:  # a few: each with its reason
+        out += [Line([(_s(reason), ""), (": ", "bold"), (_s(rid), "dim")], 2)
+                for reason, rid in alone]
+    else:
+        out.append(Line([(f"{plural(len(alone), 'rule')} for other reasons (-v says "
+                          "which): ", ""), (", ".join(_s(i) for _r, i in alone), "dim")],
+                        2, hang=2))
+    return out
+
+
+def _skip_groups(skips: list[Finding]) -> tuple[list[tuple[str, int]], list[tuple[str, str]]]:
+    """The skip reasons shared by several rules (with their count: a line each, the ids
+    with -v) and the rules with a reason of their own (``(reason, rule id)``).  The rules
+    skipped for want of a training user are left out (the note at the top says it).  When
+    the rules of a reason of their own are too many to list each with its reason, a reason
+    shared by fewer than :data:`MIN_SHARED` rules joins them (its line would say little
+    more)."""
     reasons: dict[str, list[Finding]] = {}
     no_user = {id(f) for f in no_user_skips_of(skips)}
     for f in skips:
         if id(f) not in no_user:
             reasons.setdefault(f.result.message, []).append(f)
-    if no_user and verbose:  # else the note at the top says it
-        out.append(Line([("no training user is known (see the note at the top)", ""),
-                         (f": {plural(len(no_user), 'rule')}", "bold")], 2))
-    # a reason shared by several rules on a line of its own (their ids with -v); the rules
-    # with a reason of their own named on one line (their reasons with -v)
-    alone: list[tuple[str, str]] = []
-    for reason, items in sorted(reasons.items(), key=lambda kv: (-len(kv[1]), kv[0])):
-        ids = list(dict.fromkeys(f.rule_id for f in items))
-        if len(ids) == 1:
-            alone.append((reason, ids[0]))
-            continue
-        out.append(Line([(_s(reason), ""), (f": {plural(len(ids), 'rule')}", "bold")], 2))
-    if len(alone) <= MAX_ALONE:  # a few: each with its reason
-        out += [Line([(_s(reason), ""), (": ", "bold"), (_s(rid), "dim")], 2)
-                for reason, rid in alone]
-    else:
-        out.append(Line([(f"{plural(len(alone), 'rule')}, each for a reason of its own (-v "
-                          "says which): ", ""), (", ".join(_s(i) for _r, i in alone), "dim")],
-                        2, hang=2))
-    return out
+    groups = [(reason, list(dict.fromkeys(f.rule_id for f in items)))
+              for reason, items in sorted(reasons.items(), key=lambda kv: (-len(kv[1]), kv[0]))]
+    alone = [(reason, ids[0]) for reason, ids in groups if len(ids) == 1]
+    least = MIN_SHARED if len(alone) > MAX_ALONE else 2
+    alone = [(reason, rid) for reason, ids in groups if len(ids) < least for rid in ids]
+    return [(reason, len(ids)) for reason, ids in groups if len(ids) >= least], alone
 
 
-MAX_FIX_FIRST = 6
+MAX_FIX_FIRST = 5
 """Entries of the closing "Fix first" list (the rest are named by count): with the summary,
 the list fits the last 20 lines of the report."""
 
@@ -322,7 +333,7 @@ def _fix_first(groups: list[FixGroup], nfail: int) -> list[Line]:
         if one:
             continue
         shown = ", ".join(ids[:MAX_IDS]) + (
-            f", and {len(ids) - MAX_IDS} more rules (listed under Fix {n})"
+            f", and {plural(len(ids) - MAX_IDS, 'more rule')} (listed under Fix {n})"
             if len(ids) > MAX_IDS else "")
         out.append(Line([("fixes " + shown, "dim")], 5))
     rest = groups[MAX_FIX_FIRST:]

@@ -150,8 +150,10 @@ def gather_boot(host: Host, key: str, display: str, params: Mapping[str, Any],
     if boot.value is None and dec.excluded_by is None and not res.cfg.problems:
         # nothing sets the key and its default is unknown: say what was looked for (with
         # an unreadable file the value is unknown: that file is the evidence)
-        evidence.append(Evidence.default(searched(host, res.cfg, init, display),
-                                         unknown_default(host, key, display, kd)))
+        why = unknown_default(host, key, display, kd)
+        evidence.append(Evidence.default(searched(host, res.cfg, init, display), why))
+        if boot.text == "not set (kernel default unknown)":  # say why where it is said
+            boot.text = f"not set ({why})"
     return boot
 
 

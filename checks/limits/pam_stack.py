@@ -59,13 +59,30 @@ def service_result(host: Host, service: str) -> Result:
             return Result(Status.FAIL, service, "sshd runs without PAM (UsePAM no): "
                           "limits.conf is never applied to SSH sessions", expected="yes",
                           actual="UsePAM no", aspect=Aspect.CONFIG, evidence=tuple(ev),
-                          remediation=Remediation("Set 'UsePAM yes' in /etc/ssh/sshd_config "
-                                                  "and reload sshd."))
+                          remediation=use_pam_fix(host))
     try:
         st = pam_stack(host, service)
     except (HostError, ParseError) as exc:
         return Result(Status.ERROR, service, f"cannot read the PAM stack: {exc}")
     return judge(service, st, tuple(ev))
+
+
+def use_pam_fix(host: Host) -> Remediation:
+    """``UsePAM yes`` written where sshd reads it first (the SSH rules' fix: a drop-in, or
+    the main file edited in place), so it merges with theirs; in words when the sshd
+    model cannot place it."""
+    try:
+        from aiaudit.linux.sshd import fix as sshfix
+        from aiaudit.linux.sshd.effective import load_config, passes
+
+        cfg = load_config(host).config
+        if cfg is not None:
+            setting = passes(host, cfg).value("UsePAM")
+            return sshfix.remediation(cfg, setting, "UsePAM yes",
+                                      lambda s: (s.value or "").lower() == "yes")
+    except (ImportError, HostError, ParseError):  # the limits checks work without sshd's
+        pass
+    return Remediation("Set 'UsePAM yes' in /etc/ssh/sshd_config and reload sshd.")
 
 
 def judge(service: str, st: Stack, ev: tuple[Evidence, ...]) -> Result:

@@ -158,5 +158,5 @@ def test_every_output_names_the_host(make_root) -> None:
                     "os_release_path": "/etc/os-release", "image_kind": "container",
                     "image_kind_reason": CONTAINER_REASON}
     text = cli("scan", "--root", str(root), "--only", "SYSCTL-VM-SWAPPINESS").out
-    assert text.splitlines()[0].endswith(" · host img, image gpu-node:7")
+    assert text.splitlines()[0].endswith(" · host img, image gpu-node:7 · container image")
     assert text.splitlines()[1].startswith(f"offline scan of root {os.path.realpath(root)} ")

@@ -63,8 +63,8 @@ def test_edits_are_commands_before_the_reload() -> None:
     (g,) = fix_groups(run)
     assert g.commands[0].startswith("aiaudit_edit() {")
     assert g.commands[1:] == [
-        "aiaudit_edit /etc/ssh/sshd_config set-directive 'PermitRootLogin no'",
-        "aiaudit_edit /etc/ssh/sshd_config set-directive 'X11Forwarding no'",
+        "aiaudit_edit /etc/ssh/sshd_config set-directive 'PermitRootLogin no' "
+        "'X11Forwarding no'",
         "sshd -t && systemctl reload ssh"]
     assert not any(c.startswith("#") for c in g.commands)
 
@@ -75,3 +75,24 @@ def test_a_diagnosis_is_not_a_fix() -> None:
     assert changes_nothing(g)
     (g,) = fix_groups(_run(("Q", "x", Remediation("Do", (Snippet.command("true"),)))))
     assert not changes_nothing(g)
+
+
+def test_appends_to_one_variable_are_one_line() -> None:
+    """Two fixes adding kernel parameters to one grub.d drop-in: one assignment (one line
+    per file and key), which sh reads as the two did."""
+    import subprocess
+
+    a = 'GRUB_CMDLINE_LINUX_DEFAULT="$GRUB_CMDLINE_LINUX_DEFAULT intel_idle.max_cstate=1"\n'
+    b = 'GRUB_CMDLINE_LINUX_DEFAULT="$GRUB_CMDLINE_LINUX_DEFAULT transparent_hugepage=madvise"\n'
+    merged = _merged_lines([a, b, a])
+    assert merged == ['GRUB_CMDLINE_LINUX_DEFAULT="$GRUB_CMDLINE_LINUX_DEFAULT '
+                      'intel_idle.max_cstate=1 transparent_hugepage=madvise"']
+
+    def sourced(text: str) -> str:
+        return subprocess.run(["sh", "-c", 'GRUB_CMDLINE_LINUX_DEFAULT=quiet; eval "$1"; '
+                               'echo "$GRUB_CMDLINE_LINUX_DEFAULT"', "sh", text],
+                              capture_output=True, text=True, check=True, timeout=30).stdout
+    assert sourced("\n".join(merged)) == sourced(a + b)
+    # another variable in between: not merged
+    c = 'GRUB_CMDLINE_LINUX="$GRUB_CMDLINE_LINUX x"\n'
+    assert len(_merged_lines([a, c, b])) == 3

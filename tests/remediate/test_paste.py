@@ -139,7 +139,8 @@ def test_edit_block_is_the_bundles_edit_and_idempotent(tmp_path: Path) -> None:
     original = "Port 22\nPermitRootLogin yes\nMatch User x\n  PermitRootLogin yes\n"
     cfg.write_text(original)
     ops = ["set-directive PermitRootLogin no", "set-directive X11Forwarding no"]
-    script = "\n".join([paste.function(ops), *(paste.call(str(cfg), op) for op in ops)])
+    script = "\n".join([paste.function(ops), *paste.calls([(str(cfg), op) for op in ops])])
+    assert script.count(paste.FUNCTION) == 2  # defined once, one call for the file
     want = original
     for op in ops:
         want = edits.apply(op, want)
@@ -153,7 +154,7 @@ def test_edit_of_an_absent_file(tmp_path: Path) -> None:
     """As install.sh: set-directive creates the file, comment-swap leaves it absent."""
     made, absent = tmp_path / "made", tmp_path / "fstab"
     script = "\n".join([paste.function(["set-directive A b", "comment-swap"]),
-                        paste.call(str(made), "set-directive A b"),
-                        paste.call(str(absent), "comment-swap")])
+                        *paste.calls([(str(made), "set-directive A b"),
+                                      (str(absent), "comment-swap")])])
     subprocess.run(["sh", "-c", script], check=True, timeout=30)
     assert made.read_text() == "A b\n" and not absent.exists()

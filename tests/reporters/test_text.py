@@ -192,7 +192,8 @@ def test_fix_first_is_capped_so_the_end_fits_a_screen() -> None:
                  for i in range(MAX_FIX_FIRST + 4))
     lines = render(_run(many), {}).splitlines()
     tail = "\n".join(lines[-20:])
-    assert "Fix first (10 fixes for 10 failures" in tail
+    n = MAX_FIX_FIRST + 4
+    assert f"Fix first ({n} fixes for {n} failures" in tail
     assert f"and 4 more fixes (4 results, low at worst): Fix {MAX_FIX_FIRST + 1} onwards" in tail
 
 
@@ -203,8 +204,8 @@ def test_training_user_note_once_near_the_top() -> None:
                            message=msg) for i in range(3))
     text = render(_run(FINDINGS + skips), {})
     lines = text.splitlines()
-    assert lines[2].startswith("Note: 3 rules about the training user's limits were not "
-                               "evaluated because no training user is known (LIMITS-0, ")
+    assert lines[2].startswith("Note: no training user is known: 3 rules were not evaluated "
+                               "(LIMITS-0, ")
     assert "--user NAME" in lines[2]
     assert text.count(msg) == 0  # said once, in the note, not again per rule
     # the skipped list does not say it again (-v lists each rule with its reason)

@@ -87,21 +87,33 @@ def _nftables_fix(host: Host, adm: list[inbound.Admit], notes: list[str], what: 
     caveat = (" (Docker/Kubernetes add their own tables; `flush ruleset` removes them until "
               "they restart)" if host.live else "")
     first = "Replace" if nftables_active else "No firewall loads at boot: write"
+    install: tuple[Snippet, ...] = ()
     try:
         unit = systemd.load_unit(host, "nftables.service")
-        manual = "" if unit.exists else (
-            "Unmask nftables.service and enable it." if unit.masked else
-            "Install the nftables package (it ships nftables.service), then run "
-            "`systemctl enable nftables.service`.")
+        manual = "Unmask nftables.service and enable it." if unit.masked else ""
+        if not unit.exists and not unit.masked and not host.live:
+            # an image: its package is installed where the image is built
+            manual = ("Install the nftables package (it ships nftables.service), then run "
+                      "`systemctl enable nftables.service`.")
+        elif not unit.exists and not unit.masked:
+            # the package ships the unit: enabling it is part of the same commands (a unit
+            # that does not exist yet cannot be enabled)
+            from aiaudit.linux.packages.install import install_command
+
+            install = (Snippet.command(
+                f"{install_command(host, 'nftables')} && systemctl enable nftables.service",
+                "install nftables (it ships nftables.service; the /etc/nftables.conf "
+                "written above is kept) and load it at every boot"),)
     except (HostError, ParseError) as exc:
         manual = f"Enable nftables.service (its unit cannot be read: {exc})."
-    enable = () if manual else (Snippet.enable("nftables.service", "load it at every boot"),)
+    enable = () if manual or install else (
+        Snippet.enable("nftables.service", "load it at every boot"),)
     return Remediation(
         f"{first} /etc/nftables.conf with a default-deny input policy admitting only {what} "
         f"(settings.firewall.allow_inbound), enable nftables.service and load it{caveat}.",
         (Snippet.file(NFTABLES_CONF, conf, "default-deny input admitting the declared "
                       "inbound set (merge with rules you need: it flushes the ruleset)"),
-         *enable,
+         *install, *enable,
          Snippet.apply(f"nftables {_tcp_ports(adm)}".rstrip(),
                        "check and load it now, with a timed rollback")), manual=manual)
 

@@ -200,9 +200,8 @@ def _set(items: list[str]) -> str:
 
 
 _CONF_HEAD = ("#!/usr/sbin/nft -f",
-              "# aiaudit: default-deny input.  What it admits comes from the ruleset's",
-              "# settings.firewall.allow_inbound; flush ruleset removes other tables (Docker,",
-              "# Kubernetes) until they are re-created.",
+              "# aiaudit: default-deny input, admitting the ruleset's settings.firewall.",
+              "# flush ruleset removes other tables (Docker, Kubernetes) until re-created.",
               "# admits: loopback, established and related connections, ICMP and ICMPv6")
 _CONF_INPUT = ("flush ruleset", "", "table inet filter {", "  chain input {",
                "    type filter hook input priority filter; policy drop;",

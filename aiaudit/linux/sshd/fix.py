@@ -78,9 +78,9 @@ def remediation(cfg: sp.SshdConfig, setting: sp.Setting, line: str,
     edit = _main_file_edit(cfg, setting, line, ok, d)
     if edit is not None:
         return Remediation(
-            f"A drop-in would not take effect ({why}): edit {cfg.main} in place "
-            f"(backed up first): comment out its global {setting.option} lines and "
-            f"insert `{line}` before the first Match block.", (edit, RELOAD))
+            f"Edit {cfg.main} in place, backed up first (a drop-in would not take effect: "
+            f"{why}): comment out its global {setting.option} lines, insert `{line}` "
+            "before the first Match.", (edit, RELOAD))
     target = f"change {where(d)} to `{line}`" if d is not None else f"add `{line}` to " \
         f"{sp.MAIN_CONFIG} before any Match block"
     return Remediation(f"A drop-in would not take effect ({why}): {target}.", (RELOAD,),
@@ -115,7 +115,7 @@ def _why_dropin_loses(cfg: sp.SshdConfig, d: sp.Directive | None) -> str:
     incs = [i for i in cfg.includes if i.block is None and any(
         sp.glob_matches(sp.include_pattern(p), DROPIN) for p in i.patterns)]
     if not incs:
-        return f"{sp.MAIN_CONFIG} has no Include of /etc/ssh/sshd_config.d/*.conf"
+        return "no Include of /etc/ssh/sshd_config.d/*.conf"
     if d is not None and d.file == cfg.main and not d.include_chain:
         inc = incs[0]
         if inc.file == cfg.main and inc.line > d.line:

@@ -115,9 +115,9 @@ def patched_default(host: Host, key: str) -> PatchedDefault | None:
         value, why = patches[kb.builder]
         return PatchedDefault(value, f"kernel default {value}: {why} (the kernel that boots "
                               f"is {kb.text})", kb.evidence)
-    who = ", ".join(f"{b.capitalize()}'s set it to {v}" for b, (v, _w) in patches.items())
+    who = ", ".join(f"{b.capitalize()}: {v}" for b, (v, _w) in patches.items())
     up = UPSTREAM.get(key)
-    upstream = f"; upstream's is {up}" if up is not None else ""
+    upstream = f", upstream: {up}" if up is not None else ""
     if kb.release is None:
         return PatchedDefault(None, f"kernel default unknown: {kb.text}, and distribution "
                               f"kernels differ ({who}{upstream})", kb.evidence)

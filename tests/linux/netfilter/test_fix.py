@@ -52,11 +52,19 @@ def test_nftables_file_unit_and_load(make_root) -> None:
     kinds = [(s.kind, s.path or s.content) for s in rem.snippets]
     assert kinds[1:] == [("enable", "nftables.service"), ("apply", "nftables 22")]
     assert 'iifname "ib0" accept' in rem.snippets[0].content and not rem.manual
-    # no unit on the host: installing the package is left to do by hand
+    # no unit on an image: installing the package is left to where the image is built
     rem = fix.remediation(Host(str(make_root({}))), CLUSTER, state("nftables"))
-    assert rem.summary.startswith("Replace /etc/nftables.conf")
     assert "Install the nftables package" in rem.manual
-    assert [s.kind for s in rem.snippets] == ["file", "apply"]
+    # no unit on a running host: the package is installed (as its distribution does, no
+    # prompt, the file written first kept) and its unit enabled by the same commands
+    rem = fix.remediation(Host(str(make_root({
+        "/etc/os-release": "ID=debian\n"})), live=True), CLUSTER, state("nftables"))
+    assert rem.summary.startswith("Replace /etc/nftables.conf")
+    assert not rem.manual and not any(s.kind == "enable" for s in rem.snippets)
+    [cmd] = [s.content for s in rem.snippets if s.kind == "command"]
+    assert cmd == ("apt-get install -y -o Dpkg::Options::=--force-confold nftables && "
+                   "systemctl enable nftables.service")
+    assert [s.kind for s in rem.snippets] == ["file", "command", "apply"]
 
 
 def test_bad_settings_propose_nothing(make_root) -> None:

@@ -45,7 +45,7 @@ def test_main_file_edit_when_no_include() -> None:
     rem = remediation(cfg, cfg.value("X11Forwarding"), "X11Forwarding no", _no)
     edit, reload = rem.snippets
     assert (edit.kind, edit.path) == ("edit", MAIN) and reload == RELOAD
-    assert "has no Include" in rem.summary and not rem.manual
+    assert "no Include of" in rem.summary and not rem.manual
     fixed = _cfg({MAIN: edits.apply(edit.content, text)})
     assert fixed.value("X11Forwarding").value == "no"
 

@@ -68,7 +68,7 @@ def test_unknown_builder_is_an_error_offline_never_a_failure(make_root, files, w
     r = _one(run_check("kernel.sysctl", make_root({**SYSTEMD, **files}), SYMLINKS))
     assert r.status is Status.ERROR and r.actual is None
     assert "kernel default unknown" in r.message and why in r.message
-    assert "Debian's set it to 1; upstream's is 0" in r.message
+    assert "(Debian: 1, upstream: 0)" in r.message
 
 
 def test_a_file_still_decides_before_any_default(make_root) -> None:
