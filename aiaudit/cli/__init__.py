@@ -82,9 +82,9 @@ def _command(name: str, which: int) -> Callable[..., Any]:
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
-    """The ``aiaudit`` argument parser; with ``command``, only that subcommand gets its
-    arguments (the others are listed with their help line): a scan should not pay for
-    building the options, nor import the modules, of commands it does not run."""
+    """The ``aiaudit`` argument parser; with ``command``, only that subcommand is built
+    (with ``None``, every one): a scan should not pay for building the parsers and
+    options, nor import the modules, of commands it does not run."""
     p = Parser(
         prog="aiaudit",
         description="Read-only audit of a Linux host (or a mounted root filesystem) for "
@@ -95,9 +95,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"aiaudit {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     for name, (_module, _populate, _run, kwargs) in _SUBCOMMANDS.items():
-        sp = sub.add_parser(name, **kwargs)
         if command is None or command == name:
-            _command(name, 1)(sp)
+            _command(name, 1)(sub.add_parser(name, **kwargs))
     return p
 
 

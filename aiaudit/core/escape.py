@@ -33,8 +33,14 @@ def _escape_char(c: str) -> str:
 
 def text_safe(text: object) -> str:
     """``text`` encodable as UTF-8: lone surrogates (undecodable bytes in file names read
-    with ``surrogateescape``) become U+FFFD."""
-    return _SURROGATES().sub("\ufffd", str(text))
+    with ``surrogateescape``) become U+FFFD.  Text without one (nearly every report) is
+    returned as it is, found so by the encoder rather than a pattern compiled for it."""
+    s = str(text)
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATES().sub("\ufffd", s)
+    return s
 
 
 # C0 controls except TAB and LF, DEL, C1 controls (U+0080-U+009F: 8-bit CSI/OSC on some

@@ -190,3 +190,36 @@ def test_an_undocumented_record_gets_a_signature_docstring() -> None:
 
     assert Bare.__doc__ == "Bare(a, b)"
     assert Point.__doc__ == "A frozen record."
+
+
+def test_init_templates_module_is_generated_and_used() -> None:
+    """``init_templates.py`` is what the generator writes (regenerate with ``python -m
+    aiaudit.core.startup.records``), and a record's ``__init__`` is built from it: named
+    ``__init__`` in tracebacks, with the class's field names."""
+    import inspect
+
+    from aiaudit.core.startup import init_templates, records
+
+    assert inspect.getsource(init_templates) == records.templates_module()
+
+    @records.record
+    class Three:
+        a: int
+        b: str = "x"
+        c: tuple[int, ...] = ()
+
+    code = Three.__init__.__code__
+    assert code.co_name == "__init__" and code.co_varnames[:4] == ("self", "a", "b", "c")
+    assert code.co_filename == init_templates.__file__
+    assert Three(1) == Three(1, "x", ()) and Three(a=2, c=(1,)).c == (1,)
+
+
+def test_a_record_wider_than_the_templates_is_compiled() -> None:
+    from aiaudit.core.startup import records
+
+    n = records.TEMPLATES_MAX + 2
+    ns: dict[str, object] = {"__annotations__": {f"f{i}": "int" for i in range(n)}}
+    cls = records.record(type("Wide", (), ns))
+    obj = cls(*range(n))
+    assert getattr(obj, f"f{n - 1}") == n - 1
+    assert cls.__init__.__code__.co_filename == "<string>"
