@@ -28,7 +28,8 @@ def test_ruleset_ships_and_validates() -> None:
                    # issue 28, fabric and links / clean hand-over
                    "RDMA-PORTS-ACTIVE", "RDMA-LINK-FLAPPING", "GPU-IDLE-AT-HANDOVER",
                    "GPU-DEVICE-NODES", "GPU-MIG-SETTLED", "GPU-FABRIC-REGISTERED",
-                   "FABRIC-MANAGER-RUNNING", "GPU-NIC-TOPOLOGY",
+                   "FABRIC-MANAGER-RUNNING", "GPU-NIC-TOPOLOGY", "NVLINK-LINKS-UP",
+                   "NVLINK-ERRORS",
                    # issue 28, kernel-log faults
                    "GPU-XID-RESET-REQUIRED", "GPU-XID-APP-REPEATED", "GPU-NVRM-OFF-BUS",
                    "NVSWITCH-SXID-FATAL", "PCIE-AER-UNCORRECTED", "PCIE-AER-CORRECTED-RATE",

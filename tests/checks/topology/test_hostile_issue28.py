@@ -41,7 +41,7 @@ def test_megabyte_of_one_token(tmp_path: Path, unit: str) -> None:
     os.mkfifo(fifo)  # a read would block forever: the Host never opens it
     rs = ruleset.load("dl-training", plugins.registry(), validate=True)
     only = tuple(r.id for r in rs.rules if r.check.id.startswith(OURS))
-    assert len(only) == 8
+    assert len(only) == 10  # + NVLINK-LINKS-UP, NVLINK-ERRORS (fabric.nvlink_*)
     for live in (False, True):
         host = Host(str(tmp_path / "root"), live=live)
         with CpuTime() as t:
