@@ -57,6 +57,11 @@ _TERMINAL_UNSAFE_NO_LF = lazy_pattern(
     "\u2066-\u2069]")
 
 
+_ASCII_UNSAFE = lazy_pattern("[\x00-\x08\x0b-\x1f\x7f]")
+_ASCII_UNSAFE_NO_LF = lazy_pattern("[\x00-\x08\x0a-\x1f\x7f]")
+"""What :data:`_TERMINAL_UNSAFE` (and its variant) match in ASCII text."""
+
+
 def human_safe(text: object, *, newlines: bool = False) -> str:
     """``text`` with every character that could drive a terminal escaped as ``\\xNN`` /
     ``\\uNNNN``: ESC (colour, retitle, clear-screen sequences), CR (overwrite a line), BEL,
@@ -67,9 +72,14 @@ def human_safe(text: object, *, newlines: bool = False) -> str:
     reaches a human output (text or HTML), so what was there stays visible and nothing in it
     is interpreted by the terminal or browser.
     """
-    pat = (_TERMINAL_UNSAFE if newlines else _TERMINAL_UNSAFE_NO_LF)()
-    return pat.sub(lambda m: "\\n" if m.group() == "\n" else _escape_char(m.group()),
-                   str(text))
+    s = str(text)
+    if s.isascii():  # nearly every value: only C0 controls and DEL can be unsafe there
+        if s.isprintable():
+            return s
+        pat = (_ASCII_UNSAFE if newlines else _ASCII_UNSAFE_NO_LF)()
+    else:  # (the full pattern's ranges up to U+DFFF cost more to compile than most scans use)
+        pat = (_TERMINAL_UNSAFE if newlines else _TERMINAL_UNSAFE_NO_LF)()
+    return pat.sub(lambda m: "\\n" if m.group() == "\n" else _escape_char(m.group()), s)
 
 
 def html_safe(text: object, *, block: bool = False) -> str:

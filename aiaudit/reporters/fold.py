@@ -17,6 +17,7 @@ Three foldings, none of which drops a fact the JSON report and ``-v`` keep:
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import field
 from typing import Iterable, Sequence
 
@@ -80,20 +81,29 @@ def _merge(parts: Sequence[list[str]]) -> str:
 
 
 def _key(f: Finding) -> tuple[object, ...]:
+    """What two results that fold into one entry have in common, but the message."""
     r = f.result
-    shape = tuple(p.lower() for p in _parts(r.message, r.subject)[0::2])
     waiver = (f.waiver.reason, f.waiver.owner) if f.waiver else None
     change = r.data.get("change") if r.data else None
     return (f.rule_id, r.status, r.aspect, r.expected, r.actual, waiver, repr(change),
-            tuple(evidence_text(e) for e in r.evidence), shape)
+            tuple(evidence_text(e) for e in r.evidence))
+
+
+def _shape(f: Finding) -> tuple[str, ...]:
+    """The message without the words of the subject (a pattern made for the subject: asked
+    only of results whose :func:`_key` another result shares)."""
+    r = f.result
+    return tuple(p.lower() for p in _parts(r.message, r.subject)[0::2])
 
 
 def entries(findings: Iterable[Finding]) -> list[Entry]:
     """``findings`` (of one rule) folded: results equal but for the words of their subject
     are one entry, at the place of the first."""
+    keyed = [(_key(f), f) for f in findings]
+    shared = Counter(k for k, _f in keyed)
     groups: dict[tuple[object, ...], list[Finding]] = {}
-    for f in findings:
-        groups.setdefault(_key(f), []).append(f)
+    for k, f in keyed:
+        groups.setdefault((*k, _shape(f)) if shared[k] > 1 else k, []).append(f)
     out = []
     for members in groups.values():
         first = members[0].result
