@@ -38,13 +38,14 @@ def _limits(p: Mapping[str, Any]) -> Any:
 
 def run(ctx: CheckContext) -> Iterator[Result]:
     """Each GPU's Xids against the catalogue's actions and the rule's thresholds."""
-    from aiaudit.linux.kmsg import catalogue as cat
     from aiaudit.linux.kmsg import judge
 
     klog = judge.gate(ctx)
     if isinstance(klog, Result):
         yield klog
         return
+    from aiaudit.linux.kmsg import catalogue as cat
+
     p = ctx.params
     c = cat.extended(cat.shipped(), p["catalogue"])
     actions = set(p["actions"])

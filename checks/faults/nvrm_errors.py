@@ -22,13 +22,14 @@ FIX = Remediation(
 
 def run(ctx: CheckContext) -> Iterator[Result]:
     """Each GPU's NVRM errors against the threshold."""
-    from aiaudit.linux.kmsg import catalogue as cat
     from aiaudit.linux.kmsg import judge
 
     klog = judge.gate(ctx)
     if isinstance(klog, Result):
         yield klog
         return
+    from aiaudit.linux.kmsg import catalogue as cat
+
     p = ctx.params
     wanted = set(p["errors"])
     said = {name: match for name, match, _m, _a in cat.shipped().nvrm}

@@ -27,12 +27,14 @@ SEVERITY_WORDS = {"fatal": "fatal AER", "nonfatal": "non-fatal AER", "corrected"
 
 def run(ctx: CheckContext) -> Iterator[Result]:
     """Each device's AER errors of the selected severities against the threshold."""
-    from aiaudit.linux.kmsg import devices, judge
+    from aiaudit.linux.kmsg import judge
 
     klog = judge.gate(ctx)
     if isinstance(klog, Result):
         yield klog
         return
+    from aiaudit.linux.kmsg import devices
+
     p = ctx.params
     wanted = set(p["severities"])
     host = ctx.host

@@ -24,7 +24,7 @@ Live state only: read when the host is live; an offline root has no ports.
 
 from __future__ import annotations
 
-from aiaudit.core.errors import HostError, ParseError
+from aiaudit.core.errors import HostError, NotFound, ParseError
 from aiaudit.core.host import Host
 from aiaudit.core.startup import lazy_pattern
 from aiaudit.core.startup.records import record
@@ -115,27 +115,39 @@ def devices(host: Host) -> list[str]:
     return sorted(host.listdir(IB))[:_MAX_DEVICES] if host.live else []
 
 
-def _counters(host: Host, base: str) -> tuple[tuple[str, int | None], ...]:
-    out = []
-    for name in ERROR_COUNTERS:
-        text = host.try_read_text(f"{base}/counters/{name}")
-        if text is not None:
-            out.append((name, parse_counter(text)))
-    return tuple(out)
+ATTRIBUTES = ("state", "phys_state", "rate", "link_layer",
+              *(f"counters/{name}" for name in ERROR_COUNTERS))
+"""The files of a port directory read, in one batch (:meth:`Host.read_many`)."""
+
+
+def _text(got: bytes | HostError, required: bool) -> str | None:
+    """A file's text as :meth:`Host.read_many` gave it: an absent file is ``None`` unless
+    ``required``; any other error is raised, as a read would."""
+    if isinstance(got, NotFound) and not required:
+        return None
+    if isinstance(got, HostError):
+        raise got
+    return got.decode("utf-8", errors="replace")
 
 
 def read_port(host: Host, dev: str, num: str) -> Port:
     """One port's attributes (a file that cannot be read or parsed: ``error``)."""
     base = f"{IB}/{dev}/ports/{num}"
+    got = dict(zip(ATTRIBUTES, host.read_many([f"{base}/{a}" for a in ATTRIBUTES]),
+                   strict=True))
     try:
-        phys = host.try_read_text(f"{base}/phys_state")
-        return Port(dev, num,
-                    link_layer=(host.try_read_text(f"{base}/link_layer") or "").strip()
-                    or None,
-                    state=parse_state(host.read_text(f"{base}/state")),
-                    phys_state=parse_state(phys) if phys is not None else None,
-                    rate=parse_rate(host.read_text(f"{base}/rate")),
-                    counters=_counters(host, base))
+        phys = _text(got["phys_state"], False)
+        layer = _text(got["link_layer"], False)
+        state = parse_state(_text(got["state"], True) or "")
+        phys_state = parse_state(phys) if phys is not None else None
+        rate = parse_rate(_text(got["rate"], True) or "")
+        counters = []
+        for name in ERROR_COUNTERS:
+            text = _text(got[f"counters/{name}"], False)
+            if text is not None:
+                counters.append((name, parse_counter(text)))
+        return Port(dev, num, link_layer=(layer or "").strip() or None, state=state,
+                    phys_state=phys_state, rate=rate, counters=tuple(counters))
     except (HostError, ParseError) as exc:
         return Port(dev, num, error=str(exc))
 

@@ -5,6 +5,7 @@ of a scan (:mod:`.log`).
 
 Modules: :mod:`.records` (the ``/dev/kmsg`` record format), :mod:`.faults` (what a message
 reports: pure), :mod:`.catalogue` (the shipped Xid/SXid catalogue and rule extensions),
+:mod:`.source` (whether a scan has a log at all),
 :mod:`.log` (reading through the Host, windows, the summary), :mod:`.devices` (what a PCI
 address is: GPU, HCA, NVSwitch, a bridge above one).
 """

@@ -6,7 +6,7 @@ and their source and date; a rule's ``catalogue`` param adds or overrides codes.
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 from aiaudit.core.errors import ParseError
 from aiaudit.core.startup.records import record
@@ -44,17 +44,40 @@ class Catalogue:
                                            origin="not in the catalogue")
 
 
+class _Entries(Mapping[str, Entry]):
+    """The Xid table: each code's :class:`Entry` made when first looked up (a scan looks
+    up the few codes its log holds, not the 160 of the catalogue)."""
+
+    def __init__(self, raw: Mapping[str, Mapping[str, Any]]) -> None:
+        self._raw = raw
+        self._made: dict[str, Entry] = {}
+
+    def __getitem__(self, code: str) -> Entry:
+        got = self._made.get(code)
+        if got is None:
+            e = self._raw[code]
+            got = self._made[code] = Entry(str(e.get("mnemonic", "")), e["action"],
+                                           str(e.get("meaning", "")))
+        return got
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._raw)
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+
 def parse(doc: Any, where: str = DATA) -> Catalogue:
     """Validate and index the catalogue document (:class:`ParseError` naming the entry)."""
     if not isinstance(doc, dict) or not isinstance(doc.get("xid"), dict):
         raise ParseError("no 'xid' table", source=where)
-    xid: dict[str, Entry] = {}
+    raw: dict[str, Mapping[str, Any]] = {}
     for code, e in doc["xid"].items():
         if not str(code).isdigit() or not isinstance(e, dict) \
                 or not isinstance(e.get("action"), str):
             raise ParseError(f"xid {code!r}: needs a numeric code and an 'action'", source=where)
-        xid[str(int(code))] = Entry(str(e.get("mnemonic", "")), e["action"],
-                                    str(e.get("meaning", "")))
+        raw[str(int(code))] = e
+    xid = _Entries(raw)
     nvrm = tuple((str(p["name"]), str(p["match"]), str(p.get("meaning", "")),
                   str(p.get("action", ""))) for p in doc.get("nvrm", ()))
     src = doc.get("source", {})

@@ -4,13 +4,15 @@ a kind's events per device against a threshold in a window, and the wording of r
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
 
 from aiaudit.api import Aspect, CheckContext, Evidence, Remediation, Result, Status
 from aiaudit.core.errors import HostError, LiveStateUnavailable, ParseError
 from aiaudit.core.startup.records import record
-from aiaudit.linux.kmsg import catalogue as cat
-from aiaudit.linux.kmsg.log import Agg, KernelLog, load
+from aiaudit.linux.kmsg.source import absent
+
+if TYPE_CHECKING:
+    from aiaudit.linux.kmsg.log import Agg, KernelLog
 
 SUBJECT = "kernel log"
 
@@ -28,7 +30,14 @@ def window_schema(count: int, window_s: int, what: str) -> dict[str, Any]:
 def gate(ctx: CheckContext) -> KernelLog | Result:
     """The scan's kernel log, or the result that says why there is none: ``skip`` offline
     (live state) or in a snapshot root without ``dev/kmsg``, ``error`` when it cannot be
-    read (``kernel.dmesg_restrict`` without CAP_SYSLOG) or is not in kmsg format."""
+    read (``kernel.dmesg_restrict`` without CAP_SYSLOG) or is not in kmsg format.  Where
+    there is no log, neither the reader nor the catalogue is loaded."""
+    missing = absent(ctx.host)
+    if missing is not None:
+        return Result(Status.SKIP, SUBJECT, str(missing))
+    from aiaudit.linux.kmsg import catalogue as cat
+    from aiaudit.linux.kmsg.log import load
+
     c = cat.shipped()
     patterns = tuple((name, match) for name, match, _m, _a in c.nvrm)
     try:

@@ -28,11 +28,12 @@ from __future__ import annotations
 from collections import deque
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping
 
-from aiaudit.core.errors import HostError, LiveStateUnavailable, NotFound, ParseError
+from aiaudit.core.errors import HostError, NotFound, ParseError
 from aiaudit.core.host import Host
 from aiaudit.core.startup.records import record
 from aiaudit.linux.kmsg import records as rec
 from aiaudit.linux.kmsg.faults import Fault, classify, hit_lines
+from aiaudit.linux.kmsg.source import KMSG, absent, no_file
 
 if TYPE_CHECKING:
     from aiaudit.core.model import RunResult
@@ -45,7 +46,6 @@ MAX_KEYS = 4096
 """Most distinct (kind, code, device) kept; more are counted in ``dropped_keys``."""
 RECENT = 256
 """Event times kept per key: thresholds up to this many events are exact in any window."""
-KMSG = "/dev/kmsg"
 _SEEN_MAX = 4096
 """Distinct matching messages whose classification is kept (a flood repeats one message:
 it is decoded and classified once)."""
@@ -151,9 +151,9 @@ def _previous_cursor(previous: RunResult | None, boot: str | None) -> Cursor | N
 
 def _read(host: Host, patterns: tuple[tuple[str, str], ...], since: Cursor | None,
           boot: str | None) -> KernelLog:
-    if not host.live:
-        raise LiveStateUnavailable("the kernel log is live state: an offline scan has none "
-                                   "(a --live snapshot root carries it as dev/kmsg)")
+    missing = absent(host)
+    if missing is not None:
+        raise missing
     if host.is_real_root:
         source = KMSG
         blocks: Iterable[bytes] = host.read_kmsg(cap=MAX_BYTES, max_records=MAX_RECORDS)
@@ -180,8 +180,7 @@ def _file_blocks(host: Host) -> tuple[Iterator[bytes], bool, int]:
     try:
         st = host.stat(KMSG)
     except NotFound:
-        raise LiveStateUnavailable("this snapshot root has no dev/kmsg (the kernel log "
-                                   "as a file: cat /dev/kmsg with a timeout)") from None
+        raise no_file() from None
     start = max(0, st.st_size - MAX_BYTES)
 
     def chunks() -> Iterator[bytes]:

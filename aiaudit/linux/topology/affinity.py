@@ -21,7 +21,9 @@ The distance between two functions is named as ``nvidia-smi topo -m`` names it (
 
 from __future__ import annotations
 
-from aiaudit.core.errors import HostError, ParseError
+from typing import Mapping
+
+from aiaudit.core.errors import HostError, NotFound, ParseError
 from aiaudit.core.host import Host
 from aiaudit.core.startup.records import record
 from aiaudit.linux.pci import sysfs
@@ -74,8 +76,17 @@ def _chain(path: str) -> list[str]:
 
 def numa_node(host: Host, path: str) -> int | None:
     """The function's NUMA node (``None``: unknown, ``-1`` in sysfs)."""
-    text = host.try_read_text(f"{path}/numa_node")
-    t = text.strip() if text else ""
+    return _numa(host.read_many([f"{path}/numa_node"])[0])
+
+
+def _numa(got: bytes | HostError) -> int | None:
+    """A ``numa_node`` file's content as :meth:`Host.read_many` gives it (an absent file:
+    unknown; any other read error is raised, as a read would)."""
+    if isinstance(got, NotFound):
+        return None
+    if isinstance(got, HostError):
+        raise got
+    t = got.decode("utf-8", "replace").strip()
     return int(t) if t.isascii() and t.isdigit() else None
 
 
@@ -93,33 +104,59 @@ def level(a: str, a_numa: int | None, b: str, b_numa: int | None) -> str:
     return "PIX" if hops <= 1 else "PXB"
 
 
+def _function_path(host: Host, dev: str, known: Mapping[str, PciDev]) -> str | None:
+    """Where RDMA device ``dev``'s PCI function sits: its ``device`` link names the function
+    (``../../../0000:19:00.0``), whose path the scan's PCI list already resolved; a link to
+    a function that list lacks is resolved here.  ``None``: not a PCI function."""
+    link = host.readlink(f"{IB}/{dev}/device")
+    found = known.get(link.rsplit("/", 1)[-1]) if link else None
+    if found is not None:
+        return found.path
+    try:
+        path = host.resolve(f"{IB}/{dev}/device")
+    except HostError:
+        return None
+    return path if is_bdf(path.rsplit("/", 1)[-1]) else None
+
+
 def nics(host: Host) -> list[Nic]:
     """RDMA devices backed by a PCI function (live only)."""
-    out = []
+    known = {d.bdf: d for d in pci_devices(host)}
+    found = []
     for dev in sorted(host.listdir(IB))[:256] if host.live else []:
-        try:
-            path = host.resolve(f"{IB}/{dev}/device")
-        except HostError:
-            continue
-        if is_bdf(path.rsplit("/", 1)[-1]):
-            out.append(Nic(dev, path, numa_node(host, path)))
-    return out
+        path = _function_path(host, dev, known)
+        if path is not None:
+            found.append((dev, path))
+    numas = host.read_many([f"{path}/numa_node" for _, path in found])
+    return [Nic(dev, path, _numa(got)) for (dev, path), got in zip(found, numas, strict=True)]
+
+
+def _bridges(gpu: PciDev) -> list[tuple[str, str]]:
+    """``(bdf, sysfs directory)`` of each bridge between the GPU and its host bridge."""
+    chain = _chain(gpu.path)
+    prefix = "/sys/devices/" + chain[0]
+    return [(bdf, prefix + "/" + "/".join(chain[1:i + 1]))
+            for i, bdf in enumerate(chain[1:-1], 1)]
+
+
+def _width(got: bytes | HostError) -> int | None:
+    if isinstance(got, HostError):
+        return None
+    try:
+        return sysfs.parse_width(got.decode("utf-8", "replace"))
+    except ParseError:
+        return None
 
 
 def degraded_links(host: Host, gpu: PciDev) -> tuple[Link, ...]:
     """Bridges between the GPU and its root port whose link is narrower than both ends
-    allow (the GPU's own link is ``pci.link``'s)."""
+    allow (the GPU's own link is ``pci.link``'s).  Bridges shared by several GPUs (a PCIe
+    switch) are read once: the files are cached for the scan."""
     out = []
-    chain = _chain(gpu.path)
-    prefix = "/sys/devices/" + chain[0]
-    for i, bdf in enumerate(chain[1:-1], 1):
-        base = prefix + "/" + "/".join(chain[1:i + 1])
-        try:
-            cur = sysfs.parse_width(host.read_text(f"{base}/current_link_width"))
-            top = sysfs.parse_width(host.read_text(f"{base}/max_link_width"))
-        except (HostError, ParseError):
-            continue
-        if 0 < cur < top:
+    for bdf, base in _bridges(gpu):
+        cur, top = (_width(got) for got in host.read_many(
+            [f"{base}/current_link_width", f"{base}/max_link_width"]))
+        if cur is not None and top is not None and 0 < cur < top:
             out.append(Link(bdf, cur, top))
     return tuple(out)
 
@@ -127,11 +164,11 @@ def degraded_links(host: Host, gpu: PciDev) -> tuple[Link, ...]:
 def gpu_places(host: Host) -> list[GpuPlace]:
     """Every GPU (physical functions) with its NUMA node, nearest NICs and degraded links."""
     ns = nics(host)
+    gpus = [d for d in pci_devices(host) if d.is_gpu and not d.virtfn]
     out = []
-    for d in pci_devices(host):
-        if not d.is_gpu or d.virtfn:
-            continue
-        numa = numa_node(host, d.path)
+    numas = host.read_many([f"{d.path}/numa_node" for d in gpus])
+    for d, got in zip(gpus, numas, strict=True):
+        numa = _numa(got)
         lv = tuple((n.name, level(d.path, numa, n.path, n.numa)) for n in ns)
         best = min((LEVELS.index(x) for _, x in lv), default=None)
         near = tuple(n for n, x in lv if best is not None and LEVELS.index(x) == best)

@@ -123,3 +123,22 @@ def test_offline(make_root) -> None:
     files, links = hgx()
     [r] = run_check("topology.gpu_nic", make_root(files, links))
     assert r.status is Status.SKIP
+
+
+def test_nic_named_by_its_function_address(make_root) -> None:
+    """The kernel's ``device`` link names the PCI function (``../../../0000:06:00.0``): the
+    NIC's place is taken from the scan's PCI list, and is the place the ``../..`` form of
+    the same link resolves to."""
+    files, links = hgx()
+    plain = {g.bdf: g for g in affinity.gpu_places(
+        Host(str(make_root(files, links)), live=True))}
+    named = dict(links)
+    for k in list(named):
+        if k.endswith("/device") and "/infiniband/" in k:
+            nic_bdf = k.split("/infiniband/")[0].rsplit("/", 1)[-1]
+            named[k] = f"../../../{nic_bdf}"
+    host = Host(str(make_root(files, named)), live=True)
+    assert [(n.name, n.path, n.numa) for n in affinity.nics(host)] == \
+        [(n.name, n.path, n.numa) for n in affinity.nics(
+            Host(str(make_root(files, links)), live=True))]
+    assert {g.bdf: g for g in affinity.gpu_places(host)} == plain
