@@ -209,10 +209,12 @@ def load(ref: str, registry: Registry, *, validate: bool | None = None,
     """Load ruleset ``ref`` (shipped name or path), follow ``extends``, validate, bind.
 
     ``validate=None`` validates everything except shipped rulesets.  ``select``: whether
-    the run needs a rule (``--only``/``--skip``); a shipped ruleset binds only those (the
-    others are listed in :attr:`Ruleset.unbound`), a ruleset file binds every rule, since
-    binding validates it.  Raises :class:`RulesetError` listing every problem, or
-    :class:`UsageError`.
+    the run needs a rule (``--only``/``--skip``); a rule of a shipped ruleset is bound only
+    then (the others are listed in :attr:`Ruleset.unbound`), a rule a ruleset file defines
+    or overrides always, since binding validates it (the inherited params of a shipped
+    rule were validated when it was built: a site ruleset that extends ``dl-training`` with
+    one override checks one rule's params, not 120).  Raises :class:`RulesetError` listing
+    every problem, or :class:`UsageError`.
     """
     from aiaudit.core.ruleset import yamlpos
 
@@ -349,18 +351,23 @@ def _merge_and_bind(chain: list[_Raw], registry: Registry, validate: bool | None
     bound: list[Rule] = []
     unbound: list[str] = []
     disabled: list[str] = []
-    trusted = all(r.trusted for r in chain)
-    lazy = select if trusted and validate is not True else None
-    checking = validate is True or (validate is None and not trusted)
+    # a rule only trusted documents define and set the params of (a shipped ruleset's,
+    # validated when it was built) is bound when the run needs it and its params are not
+    # checked again; one a site file defines or overrides is bound and checked always
+    untrusted = {id(r.doc) for r in chain if not r.trusted}
+
+    def touched(rid: str) -> bool:
+        return id(m.where[rid][0]) in untrusted or id(m.params_where[rid][0]) in untrusted
     for rid, rule in m.rules.items():
+        mine = validate is True or (validate is None and touched(rid))
         if rule.get("enabled") is False:
             disabled.append(rid)
-        elif lazy is not None and not lazy(rid):  # not needed by this run: left unbound
+        elif select is not None and not mine and not select(rid):  # not needed: unbound
             unbound.append(rid)
         elif lenient and not _bindable(rule):
             continue
         else:
-            bound += _bind(m, rid, rule, registry, checking)
+            bound += _bind(m, rid, rule, registry, mine)
     if m.problems:
         raise RulesetError(m.problems)
     if lenient:
