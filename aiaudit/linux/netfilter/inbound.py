@@ -28,7 +28,6 @@ list.  The default (no settings) is ``[ssh]``.
 
 from __future__ import annotations
 
-import ipaddress
 import re
 from typing import Any, Callable, Mapping
 
@@ -110,6 +109,10 @@ class SettingsError(ValueError):
 
 
 def _cidrs(values: list[str]) -> tuple[str, ...]:
+    if not values:
+        return ()
+    import ipaddress  # 6 M instructions: only for settings that name networks
+
     out = []
     for v in values:
         try:
