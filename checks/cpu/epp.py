@@ -51,17 +51,19 @@ EPP_FILES = f"{CPUFREQ}/policy*/energy_performance_preference"
 
 def _remediation(host: Host, val: str) -> Remediation:
     """A oneshot unit that writes ``val`` at boot (where systemd boots the root), and the
-    same now."""
-    now = Snippet.command(f"echo {val} | tee {EPP_FILES}", "apply now")
+    same now on a live host (scanning an image, a command would act on the machine it is
+    pasted on)."""
+    now = (Snippet.command(f"echo {val} | tee {EPP_FILES}", "apply now"),) if host.live else ()
+    when = "now and at boot" if host.live else "at boot"
     if not units_run(host):  # a unit would be a file nothing reads
-        return Remediation(f"Set energy_performance_preference to {val} now, and at boot "
-                           "with this root's init system.", (now,), manual=NO_UNITS)
+        return Remediation(f"Set energy_performance_preference to {val} {when} with this "
+                           "root's init system.", now, manual=NO_UNITS)
     return Remediation(
-        f"Set energy_performance_preference to {val} now and at boot ({EPP_UNIT}); the "
+        f"Set energy_performance_preference to {val} {when} ({EPP_UNIT}); the "
         "performance governor also forces it.", (
             Snippet.file(EPP_UNIT, oneshot_unit(f"CPU energy performance preference {val}",
                                                 f"echo {val} | tee {EPP_FILES} >/dev/null")),
-            Snippet.enable(EPP_UNIT.rsplit("/", 1)[1], "run it at boot"), now),
+            Snippet.enable(EPP_UNIT.rsplit("/", 1)[1], "run it at boot"), *now),
         followup=image_followup(host))
 
 

@@ -52,21 +52,24 @@ GOV_UNIT = "/etc/systemd/system/aiaudit-cpu-governor.service"
 
 def _remediation(host: Host, allowed: list[str]) -> Remediation:
     """A oneshot unit that sets the first allowed governor at boot (where systemd boots the
-    root), and the same now; boot settings that set another governor are left to a
+    root), and the same now on a live host (scanning an image, a command would act on the
+    machine it is pasted on); boot settings that set another governor are left to a
     person."""
     gov = allowed[0]
-    now = Snippet.command(f"cpupower frequency-set -g {gov} || echo {gov} | tee "
-                          f"{CPUFREQ}/policy*/scaling_governor", "apply now")
+    now = (Snippet.command(f"cpupower frequency-set -g {gov} || echo {gov} | tee "
+                           f"{CPUFREQ}/policy*/scaling_governor", "apply now"),
+           ) if host.live else ()
+    when = "now and at boot" if host.live else "at boot"
     manual = settings.governor_conflicts(host, allowed)
     if not units_run(host):  # a unit would be a file nothing reads
-        return Remediation(f"Set the {gov} governor now, and at boot with this root's init "
-                           "system.", (now,), manual="; ".join([*manual, NO_UNITS]))
+        return Remediation(f"Set the {gov} governor {when} with this root's init system.",
+                           now, manual="; ".join([*manual, NO_UNITS]))
     return Remediation(
-        f"Set the {gov} governor now and at boot with a oneshot unit ({GOV_UNIT}).", (
+        f"Set the {gov} governor {when} with a oneshot unit ({GOV_UNIT}).", (
             Snippet.file(GOV_UNIT, oneshot_unit(
                 f"CPU frequency governor {gov}",
                 f"echo {gov} | tee {CPUFREQ}/policy*/scaling_governor >/dev/null")),
-            Snippet.enable(GOV_UNIT.rsplit("/", 1)[1], "run it at boot"), now,
+            Snippet.enable(GOV_UNIT.rsplit("/", 1)[1], "run it at boot"), *now,
         ), manual="; ".join(manual), followup=image_followup(host))
 
 

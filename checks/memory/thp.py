@@ -68,25 +68,26 @@ def _runtime(host: Host, what: str, path: str
 def _remediation(host: Host, setting: str, path: str, val: str, competing: list[str]
                  ) -> Remediation:
     """``enabled``: the kernel parameter (tuned or units that set another value named);
-    ``defrag``: a oneshot unit; both applied now through sysfs."""
+    ``defrag``: a oneshot unit; both applied now through sysfs on a live host (scanning an
+    image, a command would act on the machine it is pasted on)."""
     from aiaudit.linux.rootkind import NO_UNITS, image_followup, units_run
 
-    now = Snippet.command(f"echo {val} > {path}", "apply now")
+    now = (Snippet.command(f"echo {val} > {path}", "apply now"),) if host.live else ()
+    also = " and now through sysfs" if host.live else ""
     if setting == "enabled":
         from aiaudit.linux.boot import cmdline as boot  # only for a failing rule
 
         return boot.params_remediation(host, boot.load(host), [f"transparent_hugepage={val}"],
-                                       tail=" Apply it now through sysfs.", now=(now,),
+                                       tail=" Apply it now through sysfs.", now=now,
                                        manual="; ".join(competing))
     if not units_run(host):  # a unit would be a file nothing reads
-        return Remediation(f"Set THP defrag to {val} now through sysfs, and at boot with "
-                           "this root's init system.", (now,),
-                           manual="; ".join([*competing, NO_UNITS]))
+        return Remediation(f"Set THP defrag to {val} at boot with this root's init "
+                           f"system{also}.", now, manual="; ".join([*competing, NO_UNITS]))
     return Remediation(f"Set THP defrag to {val} at boot with a oneshot unit "
-                       f"({FIX_UNIT}) and now through sysfs.", (
+                       f"({FIX_UNIT}){also}.", (
                            Snippet.file(FIX_UNIT, oneshot_unit(
                                f"THP defrag {val}", f"echo {val} > {path}")),
-                           Snippet.enable(FIX_UNIT.rsplit("/", 1)[1], "run it at boot"), now),
+                           Snippet.enable(FIX_UNIT.rsplit("/", 1)[1], "run it at boot"), *now),
                        manual="; ".join(competing), followup=image_followup(host))
 
 

@@ -446,15 +446,19 @@ def params_remediation(host: Host, cfg: BootConfig, params: list[str], *, lead: 
     the boot loader's files of a bootable root (:func:`set_params`, with
     :func:`params_step`), or the provisioner, for a stateless image or a command line
     given with ``--kernel-cmdline`` (nothing is installed in the root: a file there would
-    be one nothing reads; the runtime commands ``now`` only on a live node).  ``manual``:
-    a step a person must take besides (a tuned profile that sets another value)."""
+    be one nothing reads).  ``now`` (runtime commands) and ``tail`` (the words that say
+    them) only on a live node: scanning an image, they would act on the machine a person
+    pastes them on.  ``manual``: a step a person must take besides (a tuned profile that
+    sets another value)."""
     words = " ".join(params)
+    if not host.live:
+        now, tail = (), ""
     if cfg.from_provisioner:
         from aiaudit.linux.rootkind import provisioner_steps
 
         return Remediation(f"{lead}Add `{words}` to the kernel command line the provisioner "
                            f"passes, then reboot the nodes.{tail}",
-                           now if host.live else (), manual=manual,
+                           now, manual=manual,
                            provisioner=provisioner_steps(host, params))
     summary, snips = set_params(cfg, params)
     step = params_step(cfg) if snips else {"manual": summary}

@@ -117,3 +117,14 @@ def test_governor_right_by_kernel_default_is_applied_not_persisted(make_root) ->
     assert [s.kind for s in r.remediation.snippets] == ["command"]
     assert r.remediation.snippets[0].content.startswith("cpupower frequency-set -g performance")
     assert "already right" in r.remediation.summary
+
+
+def test_image_fix_has_no_command_for_the_machine_that_pastes_it(make_root) -> None:
+    """Scanning an image offline, the fix is the unit only: an "apply now" command would
+    change the governor of whatever machine the block is pasted on."""
+    files = {"/boot/config-6.1.0": "CONFIG_CPU_FREQ_DEFAULT_GOV_SCHEDUTIL=y\n",
+             "/usr/lib/systemd/systemd": "", "/etc/default/grub": "GRUB_TIMEOUT=5\n"}
+    (r,) = run_check("cpu.governor", make_root(files), PERF)
+    assert r.status is Status.FAIL
+    assert [s.kind for s in r.remediation.snippets] == ["file", "enable"]
+    assert " now" not in r.remediation.summary
