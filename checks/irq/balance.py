@@ -61,14 +61,14 @@ def _fix(host: Host) -> Remediation:
         installed = load_unit(host, IRQBALANCE).exists
     except (HostError, ParseError):
         installed = False
-    from aiaudit.linux.packages.install import install_command
+    from aiaudit.linux.packages.install import install_and_start
 
-    how = (Snippet.enable(IRQBALANCE, "spread interrupts at every boot") if installed else
-           Snippet.command(f"{install_command(host, 'irqbalance')} && systemctl enable --now "
-                           "irqbalance", "install and enable it"))
+    how, manual = ((Snippet.enable(IRQBALANCE, "spread interrupts at every boot"),), "") \
+        if installed else install_and_start(host, "irqbalance", "irqbalance",
+                                            "install and enable it")
     return Remediation("Enable irqbalance, or pin each HCA/GPU interrupt to CPUs of its NUMA "
-                       "node (e.g. Mellanox set_irq_affinity_bynode.sh) at boot.", (how,),
-                       followup=image_followup(host))
+                       "node (e.g. Mellanox set_irq_affinity_bynode.sh) at boot.", how,
+                       manual=manual, followup=image_followup(host))
 
 
 def _offline(host: Host, en: Enablement, eev: tuple[Evidence, ...],

@@ -48,15 +48,16 @@ SUBJECT = "time sync"
 
 def install_fix(host: Host) -> Remediation:
     """Install chrony (the usual choice for servers) with the root's package manager, and
-    start it now and at every boot (its unit is ``chronyd`` on RHEL and SUSE)."""
-    from aiaudit.linux.packages.install import family, install_command
+    start it now and at every boot (its unit is ``chronyd`` on RHEL and SUSE); for an
+    image, where it is built."""
+    from aiaudit.linux.packages.install import family, install_and_start
 
     unit = "chronyd" if family(host) in ("rhel", "suse") else "chrony"
+    snippets, manual = install_and_start(host, "chrony", unit,
+                                         "install chrony, start it now and at boot")
     return Remediation("Enable a time synchronisation daemon (chrony is the usual choice for "
-                       "servers; point it at the site's NTP servers).", (
-                           Snippet.command(f"{install_command(host, 'chrony')} && "
-                                           f"systemctl enable --now {unit}",
-                                           "install chrony, start it now and at boot"),))
+                       "servers; point it at the site's NTP servers).", snippets,
+                       manual=manual)
 
 
 @record

@@ -12,6 +12,7 @@ from typing import Mapping
 
 from aiaudit.core.host import Host
 from aiaudit.core.identity import os_release
+from aiaudit.core.model import Snippet
 
 
 def family(host: Host) -> str:
@@ -42,3 +43,16 @@ def install_command(host: Host, package: str | Mapping[str, str]) -> str:
     fam = family(host)
     name = package if isinstance(package, str) else package.get(fam, package.get("other", ""))
     return f"{_TOOL.get(fam, _TOOL['debian'])} {name}"
+
+
+def install_and_start(host: Host, package: str | Mapping[str, str], unit: str,
+                      why: str) -> tuple[tuple[Snippet, ...], str]:
+    """How to install ``package`` and start ``unit`` now and at every boot: on a running
+    system, one command (the unit exists only once the package is in, so enabling it is
+    part of the same commands); scanning an image, ``(), manual`` text for where the image
+    is built (a command here would install on the machine it is pasted on).  ``why``
+    describes the command."""
+    cmd = f"{install_command(host, package)} && systemctl enable --now {unit}"
+    if host.live:
+        return (Snippet.command(cmd, why),), ""
+    return (), f"In the image's build, not on this machine: `{cmd.replace(' --now', '')}`."

@@ -119,3 +119,13 @@ def test_live_running_not_enabled_enables_its_unit(make_root) -> None:
     [r] = run_check("time.sync", make_root(files), live=True)
     assert r.remediation.snippets[0].content == (
         "dnf install -y chrony && systemctl enable --now chronyd")
+
+
+def test_image_fix_is_for_its_build_not_a_pasted_command(make_root) -> None:
+    """Scanning an image with no time sync installed: installing chrony is a step for the
+    image's build (a command in the report would install on the machine it is pasted on)."""
+    [r] = run_check("time.sync", make_root({**INIT, "/etc/os-release": "ID=debian\n"}))
+    assert r.status is Status.FAIL and r.remediation.snippets == ()
+    assert r.remediation.manual.startswith("In the image's build, not on this machine: "
+                                           "`apt-get install -y ")
+    assert r.remediation.manual.endswith(" chrony && systemctl enable chrony`.")
