@@ -19,6 +19,22 @@ from aiaudit.core.errors import ParseError
 from aiaudit.core.startup import lazy_pattern
 from aiaudit.core.startup.records import record
 
+ENV_PARAMS: dict[str, Any] = {
+    "python_envs": {"type": "array", "items": {"type": "string", "pattern": "^/"},
+                    "default": [],
+                    "description": "Python env prefixes or site-packages dirs to inspect "
+                                   "(besides system, conda and venv locations)"},
+    "venv_roots": {"type": "array", "items": {"type": "string", "pattern": "^/"},
+                   "default": ["/opt/venvs", "/opt/venv"],
+                   "description": "directories holding venvs (<root>/<name>/lib/python3*)"},
+    "search_homes": {"type": "boolean", "default": True,
+                     "description": "look for ~/miniconda3, ~/anaconda3, ~/miniforge3 of "
+                                    "(at most 64) users under /home; turn off where /home "
+                                    "is an automounter"},
+}
+"""The params of a rule that looks for Python environments (the CUDA and ROCm framework
+checks): JSON Schema properties, with their defaults."""
+
 
 def literal_assignments(text: str) -> dict[str, Any]:
     """``{name: value}`` for top-level ``name = <literal>`` and ``name: T = <literal>``

@@ -14,7 +14,7 @@ and driver versions newer than the table cannot be judged (skip, saying why).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Iterator
 
 from aiaudit.api import (
     Aspect,
@@ -28,24 +28,11 @@ from aiaudit.api import (
 )
 from aiaudit.core.host import Host
 from aiaudit.linux.amdgpu import presence
+from aiaudit.linux.pyenv import ENV_PARAMS
 
 if TYPE_CHECKING:  # imported in run(), once the AMD rules apply (prolog start-up cost)
     from aiaudit.linux.amdgpu import stack
     from aiaudit.linux.amdgpu import table as tb
-
-ENVS: dict[str, Any] = {
-    "python_envs": {"type": "array", "items": {"type": "string", "pattern": "^/"},
-                    "default": [],
-                    "description": "Python env prefixes or site-packages dirs to inspect "
-                                   "(besides system, conda and venv locations)"},
-    "venv_roots": {"type": "array", "items": {"type": "string", "pattern": "^/"},
-                   "default": ["/opt/venvs", "/opt/venv"],
-                   "description": "directories holding venvs (<root>/<name>/lib/python3*)"},
-    "search_homes": {"type": "boolean", "default": True,
-                     "description": "look for ~/miniconda3, ~/anaconda3, ~/miniforge3 of "
-                                    "(at most 64) users under /home"},
-}
-
 
 def _fix(t: tb.Table, kmd: stack.Kmd, user: str) -> Remediation:
     """Install a ROCm release the driver supports, or a driver that supports ``user``."""
@@ -151,7 +138,7 @@ def aiaudit_register_checks() -> list[CheckSpec]:
     return [CheckSpec(
         id="amdgpu.stack_compat",
         title="The amdgpu driver supports the installed ROCm and frameworks' ROCm builds",
-        run=run, params_schema=presence.schema(ENVS),
+        run=run, params_schema=presence.schema(ENV_PARAMS),
         description="amdgpu driver (loaded module, else amdgpu-dkms package or module "
                     "file) against each /opt/rocm*/.info/version and each torch ROCm "
                     "build (torch/version.py hip), with AMD's user and kernel-space "

@@ -35,20 +35,7 @@ from aiaudit.core.host import Host
 from aiaudit.core.startup.records import record
 from aiaudit.linux.gpu import compat, cuda, driver, nvsmi
 from aiaudit.linux.gpu import stack as gs
-
-ENVS: dict[str, Any] = {
-    "python_envs": {"type": "array", "items": {"type": "string", "pattern": "^/"},
-                    "default": [],
-                    "description": "Python env prefixes or site-packages dirs to inspect "
-                                   "(besides system, conda and venv locations)"},
-    "venv_roots": {"type": "array", "items": {"type": "string", "pattern": "^/"},
-                   "default": ["/opt/venvs", "/opt/venv"],
-                   "description": "directories holding venvs (<root>/<name>/lib/python3*)"},
-    "search_homes": {"type": "boolean", "default": True,
-                     "description": "look for ~/miniconda3, ~/anaconda3, ~/miniforge3 of "
-                                    "(at most 64) users under /home; turn off where /home "
-                                    "is an automounter"},
-}
+from aiaudit.linux.pyenv import ENV_PARAMS
 
 
 @record
@@ -267,7 +254,7 @@ def aiaudit_register_checks() -> list[CheckSpec]:
             "forward_compat": compat.POLICY_PARAM,
             "timeout": {"type": "number", "minimum": 1, "maximum": 60, "default": 15,
                         "description": "seconds nvidia-smi may take (live, real / only)"},
-            **ENVS}),
+            **ENV_PARAMS}),
         description=(
             "Live on the real /: the CUDA version the driver reports (nvidia-smi -q -x) "
             "decides for each /usr/local/cuda-* toolkit (version.json, version.txt, CUDA "
