@@ -61,10 +61,10 @@ def _fix(host: Host) -> Remediation:
         installed = load_unit(host, IRQBALANCE).exists
     except (HostError, ParseError):
         installed = False
-    from aiaudit.linux.packages.install import install_and_start
+    from aiaudit.linux.packages.install import install_and_enable
 
     how, manual = ((Snippet.enable(IRQBALANCE, "spread interrupts at every boot"),), "") \
-        if installed else install_and_start(host, "irqbalance", "irqbalance",
+        if installed else install_and_enable(host, "irqbalance", "irqbalance",
                                             "install and enable it")
     return Remediation("Enable irqbalance, or pin each HCA/GPU interrupt to CPUs of its NUMA "
                        "node (e.g. Mellanox set_irq_affinity_bynode.sh) at boot.", how,

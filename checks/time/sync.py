@@ -50,10 +50,10 @@ def install_fix(host: Host) -> Remediation:
     """Install chrony (the usual choice for servers) with the root's package manager, and
     start it now and at every boot (its unit is ``chronyd`` on RHEL and SUSE); for an
     image, where it is built."""
-    from aiaudit.linux.packages.install import family, install_and_start
+    from aiaudit.linux.packages.install import family, install_and_enable
 
     unit = "chronyd" if family(host) in ("rhel", "suse") else "chrony"
-    snippets, manual = install_and_start(host, "chrony", unit,
+    snippets, manual = install_and_enable(host, "chrony", unit,
                                          "install chrony, start it now and at boot")
     return Remediation("Enable a time synchronisation daemon (chrony is the usual choice for "
                        "servers; point it at the site's NTP servers).", snippets,

@@ -91,19 +91,14 @@ def _nftables_fix(host: Host, adm: list[inbound.Admit], notes: list[str], what: 
     try:
         unit = systemd.load_unit(host, "nftables.service")
         manual = "Unmask nftables.service and enable it." if unit.masked else ""
-        if not unit.exists and not unit.masked and not host.live:
-            # an image: its package is installed where the image is built
-            manual = ("Install the nftables package (it ships nftables.service), then run "
-                      "`systemctl enable nftables.service`.")
-        elif not unit.exists and not unit.masked:
-            # the package ships the unit: enabling it is part of the same commands (a unit
-            # that does not exist yet cannot be enabled)
-            from aiaudit.linux.packages.install import install_command
+        if not unit.exists and not unit.masked:  # the package ships the unit
+            from aiaudit.linux.packages.install import install_and_enable
 
-            install = (Snippet.command(
-                f"{install_command(host, 'nftables')} && systemctl enable nftables.service",
-                "install nftables (it ships nftables.service; the /etc/nftables.conf "
-                "written above is kept) and load it at every boot"),)
+            # loaded now by the checked, rolled-back load below, not by the unit
+            install, manual = install_and_enable(
+                host, "nftables", "nftables.service", "install nftables (it ships "
+                "nftables.service; the /etc/nftables.conf written above is kept) and load it "
+                "at every boot", start=False)
     except (HostError, ParseError) as exc:
         manual = f"Enable nftables.service (its unit cannot be read: {exc})."
     enable = () if manual or install else (

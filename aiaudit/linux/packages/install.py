@@ -45,14 +45,14 @@ def install_command(host: Host, package: str | Mapping[str, str]) -> str:
     return f"{_TOOL.get(fam, _TOOL['debian'])} {name}"
 
 
-def install_and_start(host: Host, package: str | Mapping[str, str], unit: str,
-                      why: str) -> tuple[tuple[Snippet, ...], str]:
-    """How to install ``package`` and start ``unit`` now and at every boot: on a running
-    system, one command (the unit exists only once the package is in, so enabling it is
-    part of the same commands); scanning an image, ``(), manual`` text for where the image
-    is built (a command here would install on the machine it is pasted on).  ``why``
-    describes the command."""
-    cmd = f"{install_command(host, package)} && systemctl enable --now {unit}"
+def install_and_enable(host: Host, package: str | Mapping[str, str], unit: str,
+                       why: str, *, start: bool = True) -> tuple[tuple[Snippet, ...], str]:
+    """How to install ``package`` and enable ``unit`` at every boot (and, with ``start``,
+    start it now): on a running system, one command (the unit exists only once the package
+    is in, so enabling it is part of the same commands); scanning an image, ``(), manual``
+    text for where the image is built (a command here would install on the machine it is
+    pasted on).  ``why`` describes the command."""
+    enable = f"{install_command(host, package)} && systemctl enable"
     if host.live:
-        return (Snippet.command(cmd, why),), ""
-    return (), f"In the image's build, not on this machine: `{cmd.replace(' --now', '')}`."
+        return (Snippet.command(f"{enable}{' --now' if start else ''} {unit}", why),), ""
+    return (), f"In the image's build, not on this machine: `{enable} {unit}`."

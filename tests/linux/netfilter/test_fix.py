@@ -54,7 +54,9 @@ def test_nftables_file_unit_and_load(make_root) -> None:
     assert 'iifname "ib0" accept' in rem.snippets[0].content and not rem.manual
     # no unit on an image: installing the package is left to where the image is built
     rem = fix.remediation(Host(str(make_root({}))), CLUSTER, state("nftables"))
-    assert "Install the nftables package" in rem.manual
+    assert rem.manual == ("In the image's build, not on this machine: `apt-get install -y -o "
+                          "Dpkg::Options::=--force-confold nftables && systemctl enable "
+                          "nftables.service`.")
     # no unit on a running host: the package is installed (as its distribution does, no
     # prompt, the file written first kept) and its unit enabled by the same commands
     rem = fix.remediation(Host(str(make_root({
