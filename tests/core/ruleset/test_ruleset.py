@@ -66,6 +66,27 @@ def test_extends_override_with_bad_params_is_caught(tmp_path: Path) -> None:
     assert "x.yaml:6:" in exc.value.problems[0] and "sortof" in exc.value.problems[0]
 
 
+def test_site_file_checks_the_rules_it_touches_not_those_it_inherits(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A site file that extends dl-training: its own rules and overrides are bound and
+    their params checked even when the run does not select them; the inherited rules are
+    bound only when selected, and their params (validated when shipped) are not checked
+    again."""
+    f = tmp_path / "site.yaml"
+    f.write_text("ruleset: site\nversion: '1'\nextends: dl-training\noverrides:\n"
+                 "  SYSCTL-VM-SWAPPINESS:\n    params: {value: 1}\n")
+    checked: list[object] = []
+    real = ruleset.schema_problems
+    monkeypatch.setattr(ruleset, "schema_problems",
+                        lambda inst, sch, doc, at=(): checked.append(at) or real(inst, sch,
+                                                                                  doc, at))
+    rs = ruleset.load(str(f), REG, select=lambda rid: rid == "SYSCTL-VM-MAX-MAP-COUNT")
+    assert {r.id for r in rs.rules} == {"SYSCTL-VM-SWAPPINESS", "SYSCTL-VM-MAX-MAP-COUNT"}
+    assert "GPU-COUNT" in rs.unbound and rs.get("SYSCTL-VM-SWAPPINESS").params["value"] == 1
+    params_checked = [a for a in checked if a and "params" in list(a)]
+    assert len(params_checked) == 1, params_checked  # the override's, once
+
+
 def test_shipped_ruleset_does_not_import_jsonschema() -> None:
     """A scan with a shipped ruleset skips validation (the test suite validates it)."""
     code = ("import sys; from aiaudit.core import plugins, ruleset; "
