@@ -12,7 +12,7 @@ import pytest
 
 from tests.helpers import CpuTime
 
-pytestmark = pytest.mark.slow  # writes 100 MB and scans it (about 20 s)
+pytestmark = pytest.mark.slow  # writes 100 MB and scans it twice (about 25 s)
 
 LINE = ("4,{},{},-;NVRM: Xid (PCI:0000:3b:00): 79, pid=2571, name=python3, GPU has fallen "
         "off the bus.\n")
@@ -44,9 +44,14 @@ def _scan(root: Path) -> tuple[float, list[int]]:
 
 
 def test_a_million_repeated_xid_lines_scan_in_linear_time_under_100_mb(tmp_path: Path) -> None:
-    base = _scan(_root(tmp_path / "none", 0))[0]  # the interpreter and the imports
-    small_t, small = _scan(_root(tmp_path / "small", 100_000))
-    big_t, big = _scan(_root(tmp_path / "big", 1_000_000))
+    # each the least CPU time of two runs: one run of a fraction of a second varies by more
+    # than the 1.5x margin below on a loaded machine (CI once saw 15.6x)
+    none, small_root, big_root = (_root(tmp_path / "none", 0),
+                                  _root(tmp_path / "small", 100_000),
+                                  _root(tmp_path / "big", 1_000_000))
+    base = min(_scan(none)[0] for _ in range(2))  # the interpreter and the imports
+    (small_t, small), (big_t, big) = (min((_scan(r) for _ in range(2)), key=lambda x: x[0])
+                                      for r in (small_root, big_root))
     assert small[:3] == [100_001, 100_000, 1]
     assert big[:3] == [1_000_001, 1_000_000, 1]
     assert big[3] < 100 * 1024, f"peak RSS {big[3] // 1024} MB"  # VmHWM is in kB
