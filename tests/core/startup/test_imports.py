@@ -104,3 +104,29 @@ def test_install_is_idempotent() -> None:
     before = sys.meta_path.count(AiauditFinder)
     imports.install()
     assert sys.meta_path.count(AiauditFinder) == before == 1
+
+
+def test_a_folder_is_listed_again_when_it_changes(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text("A = 1\n")
+    assert AiauditFinder.find_spec("aiaudit.b", [str(tmp_path)]) is None  # listed: no b
+    (tmp_path / "b.py").write_text("B = 2\n")
+    past = time.time() + 5  # another modification time, whatever the clock's resolution
+    os.utime(tmp_path, (past, past))
+    spec = AiauditFinder.find_spec("aiaudit.b", [str(tmp_path)])
+    assert spec is not None and spec.origin == str(tmp_path / "b.py")
+    # the spec names the ordinary cache file, as the path finder's would
+    assert spec.cached == str(tmp_path / "__pycache__" /
+                              f"b.{sys.implementation.cache_tag}.pyc")
+
+
+def test_a_package_is_found_before_a_module_of_its_name(tmp_path: Path) -> None:
+    (tmp_path / "p").mkdir()
+    (tmp_path / "p" / "__init__.py").write_text("")
+    (tmp_path / "p.py").write_text("")
+    spec = AiauditFinder.find_spec("aiaudit.p", [str(tmp_path)])
+    assert spec is not None and spec.origin == str(tmp_path / "p" / "__init__.py")
+    assert spec.submodule_search_locations == [str(tmp_path / "p")]
+    (tmp_path / "q").mkdir()  # a folder without __init__.py is not a package here
+    (tmp_path / "q.py").write_text("")
+    spec = AiauditFinder.find_spec("aiaudit.q", [str(tmp_path)])
+    assert spec is not None and spec.origin == str(tmp_path / "q.py")
