@@ -27,10 +27,10 @@ proposes a value that satisfies them for remediation.
 
 from __future__ import annotations
 
-import re
 from typing import Any, Callable, Mapping, Sequence
 
 from aiaudit.core.ruleset.compare import OPS, _eq, _num, describe, holds
+from aiaudit.core.startup import lazy_pattern
 from aiaudit.core.startup.records import record
 
 SET_KEYS = ("subset_of", "contains", "excludes", "set_equals")
@@ -38,7 +38,7 @@ SET_KEYS = ("subset_of", "contains", "excludes", "set_equals")
 RANGE_KEYS = ("min", "max")
 CONSTRAINT_KEYS = ("op", *RANGE_KEYS, *SET_KEYS, "fields")
 """A rule needs at least one of these."""
-_SPLIT = re.compile(r"[,\s]+")
+_SPLIT = lazy_pattern(r"[,\s]+")
 
 _NUMBER = {"type": ["integer", "number"]}
 
@@ -136,7 +136,7 @@ def elements(value: Any) -> list[str]:
         return []
     if isinstance(value, (list, tuple)):
         return [str(v) for v in value if str(v) != ""]
-    return [e for e in _SPLIT.split(str(value).strip()) if e]
+    return [e for e in _SPLIT().split(str(value).strip()) if e]
 
 
 def _fmt(v: Any) -> str:

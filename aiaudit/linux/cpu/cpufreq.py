@@ -9,13 +9,13 @@ amd-pstate.rst).  Turbo: intel_pstate's ``intel_pstate/no_turbo`` (1 = off), the
 
 from __future__ import annotations
 
-import re
 from dataclasses import field
 from typing import Callable
 
 from aiaudit.core.errors import ParseError
 from aiaudit.core.host import Host
 from aiaudit.core.model import Evidence, Result, Status
+from aiaudit.core.startup import lazy_pattern
 from aiaudit.core.startup.records import record
 from aiaudit.linux import sysfs
 from aiaudit.linux.sysfs import read_opt
@@ -28,7 +28,7 @@ NO_CPUFREQ = ("no cpufreq: /sys/devices/system/cpu/cpufreq has no policy directo
 ACTIVE_EPP_DRIVERS = ("intel_pstate", "amd-pstate-epp")
 """Drivers whose ``performance`` policy forces EPP to performance (intel_pstate.rst,
 amd-pstate.c ``amd_pstate_epp_update_limit``)."""
-POLICY = re.compile(r"policy\d+")
+POLICY = lazy_pattern(r"policy\d+")
 POLICY_FILES = ("affected_cpus", "scaling_governor", "energy_performance_preference", "boost")
 """Per-policy attributes read (cpufreq.rst; ``boost`` per policy since 6.11)."""
 
@@ -83,7 +83,7 @@ def _cpufreq_state(host: Host) -> CpufreqState:
     # policy that has it, not from each of 512
     driver: str | None = None
     # one listing resolves every policyN directory; their files are read in one batch
-    names = [n for n in host.listdir(CPUFREQ, resolve_dirs=True) if POLICY.fullmatch(n)]
+    names = [n for n in host.listdir(CPUFREQ, resolve_dirs=True) if POLICY().fullmatch(n)]
     raw = iter(map(sysfs.attr, host.read_many(
         [f"{CPUFREQ}/{name}/{f}" for name in names for f in POLICY_FILES])))
     for name in names:

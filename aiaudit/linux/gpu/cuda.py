@@ -95,7 +95,7 @@ def parse_version_txt(text: str) -> CudaVersion:
 
 
 _CUDA_H = lazy_pattern(r"^\s*#\s*define\s+CUDA_VERSION\s+(\d{4,6})\b")
-_NVCC = re.compile(rb"Cuda compilation tools, release (\d{1,3})\.(\d{1,3}), V([0-9.]{1,20})")
+_NVCC = lazy_pattern(rb"Cuda compilation tools, release (\d{1,3})\.(\d{1,3}), V([0-9.]{1,20})")
 
 NVCC_BANNER_MAX = 200
 """Longest stretch a banner match can span (kept across chunk boundaries)."""
@@ -115,7 +115,7 @@ def parse_cuda_h(text: str) -> CudaVersion:
 def nvcc_banner(data: bytes) -> CudaVersion | None:
     """Toolkit release from the bytes of the ``nvcc`` binary (or a part of it): the
     ``Cuda compilation tools, release 13.0, V13.0.88`` string ``nvcc --version`` prints."""
-    m = _NVCC.search(data)
+    m = _NVCC().search(data)
     if not m:
         return None
     return CudaVersion(int(m.group(1)), int(m.group(2)), None,

@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from aiaudit.core.errors import CommandError, LiveStateUnavailable, ParseError
 from aiaudit.core.host import Host
+from aiaudit.core.startup import lazy_pattern
 from aiaudit.core.startup.records import record
 
 if TYPE_CHECKING:
@@ -65,8 +66,8 @@ NOT_REPORTED = frozenset({
     "gpu access blocked by the operating system", "gpu requires reset"})
 """Values (lower case, brackets removed) that say the driver has nothing to report."""
 
-_QUANTITY = re.compile(r"([0-9]{1,9}(?:\.[0-9]{1,6})?)\s*([A-Za-z%/()]*)")
-_CUDA = re.compile(r"(\d{1,3})\.(\d{1,3})\b")
+_QUANTITY = lazy_pattern(r"([0-9]{1,9}(?:\.[0-9]{1,6})?)\s*([A-Za-z%/()]*)")
+_CUDA = lazy_pattern(r"(\d{1,3})\.(\d{1,3})\b")
 
 
 def value(text: str | None) -> str | None:
@@ -89,7 +90,7 @@ def quantity(text: str | None, unit: str) -> float | None:
     s = value(text)
     if s is None:
         return None
-    m = _QUANTITY.fullmatch(s)
+    m = _QUANTITY().fullmatch(s)
     if not m or (m.group(2) and m.group(2).lower() != unit.lower()):
         return None
     return float(m.group(1))
@@ -100,7 +101,7 @@ def cuda_of(text: str | None) -> tuple[int, int] | None:
     drivers may add words after the number): ``(12, 2)``; ``None`` for ``Not Found`` or
     ``N/A`` (drivers before 410 have no such element)."""
     s = value(text)
-    m = _CUDA.match(s) if s else None
+    m = _CUDA().match(s) if s else None
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 

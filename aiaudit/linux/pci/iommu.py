@@ -14,8 +14,9 @@ passthrough, ``DMA`` / ``DMA-FQ`` for translated and ``unmanaged`` for VFIO
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING, Iterable
+
+from aiaudit.core.startup import lazy_pattern
 
 if TYPE_CHECKING:
     from aiaudit.linux.boot.loaders import Param
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
 OFF, PASSTHROUGH, TRANSLATED = "off", "pt", "translated"
 """What the command line makes of the IOMMU: disabled, identity domains, DMA domains."""
 
-_DEFAULT = re.compile(r"CONFIG_IOMMU_DEFAULT_(PASSTHROUGH|DMA_LAZY|DMA_STRICT)=y")
+_DEFAULT = lazy_pattern(r"CONFIG_IOMMU_DEFAULT_(PASSTHROUGH|DMA_LAZY|DMA_STRICT)=y")
 
 
 def kstrtobool(value: str | None) -> bool | None:
@@ -79,7 +80,7 @@ def default_domain(config_text: str) -> tuple[bool, int, str] | None:
     """The kernel build's default DMA domain from its ``.config`` text: (passthrough?,
     line number, the line), or ``None`` when it has no ``CONFIG_IOMMU_DEFAULT_*`` choice."""
     for n, line in enumerate(config_text.splitlines(), 1):
-        m = _DEFAULT.fullmatch(line.strip())
+        m = _DEFAULT().fullmatch(line.strip())
         if m:
             return m.group(1) == "PASSTHROUGH", n, line.strip()
     return None

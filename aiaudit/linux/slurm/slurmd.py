@@ -21,6 +21,7 @@ import shlex
 from aiaudit.core.errors import HostError, ParseError
 from aiaudit.core.host import Host
 from aiaudit.core.model import Evidence
+from aiaudit.core.startup import lazy_pattern
 from aiaudit.core.startup.records import record
 from aiaudit.linux.packages.installed import dpkg_version
 from aiaudit.linux.procs import proc_of
@@ -29,8 +30,8 @@ from aiaudit.linux.systemd import units as systemd
 
 DEFAULT_CONFS = ("/etc/slurm/slurm.conf", "/etc/slurm-llnl/slurm.conf")
 UNIT = "slurmd.service"
-_VAR = re.compile(r"\$\{(\w+)\}|\$(\w+)")
-_ASSIGN = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
+_VAR = lazy_pattern(r"\$\{(\w+)\}|\$(\w+)")
+_ASSIGN = lazy_pattern(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
 
 
 @record
@@ -68,7 +69,7 @@ def env_file(text: str) -> dict[str, str]:
     for raw in text.splitlines():
         if raw.lstrip()[:1] in ("#", ";"):
             continue
-        m = _ASSIGN.match(raw)
+        m = _ASSIGN().match(raw)
         if not m:
             continue
         val = m.group(2).strip()
@@ -94,7 +95,7 @@ def expand_exec(cmd: str, env: dict[str, str]) -> list[str]:
         if m:
             out.extend(env.get(m.group(1), "").split())
             continue
-        out.append(_VAR.sub(lambda x: env.get(x.group(1) or x.group(2), ""), w))
+        out.append(_VAR().sub(lambda x: env.get(x.group(1) or x.group(2), ""), w))
     return out
 
 

@@ -21,6 +21,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Mapping
 
+from aiaudit.core.startup import lazy_pattern
+
 if TYPE_CHECKING:
     from aiaudit.core.host import Host
 
@@ -161,7 +163,7 @@ def release(full: str | None) -> tuple[tuple[int, int] | None, str]:
 
 
 SSHD_BINARY = "/usr/sbin/sshd"
-_RELEASE_IN_BINARY = re.compile(rb"OpenSSH_\d+\.\d+p\d+(?: [\x21-\x7e]+)?(?=\x00)")
+_RELEASE_IN_BINARY = lazy_pattern(rb"OpenSSH_\d+\.\d+p\d+(?: [\x21-\x7e]+)?(?=\x00)")
 
 
 def release_in_binary(host: Host) -> str:
@@ -174,7 +176,7 @@ def release_in_binary(host: Host) -> str:
         data = host.read_bytes(SSHD_BINARY)
     except HostError:
         return ""
-    m = _RELEASE_IN_BINARY.search(data)
+    m = _RELEASE_IN_BINARY().search(data)
     return m.group(0).decode("ascii") if m else ""
 
 

@@ -13,9 +13,8 @@ happens without the generator installed).  GPT auto-discovered swap partitions
 
 from __future__ import annotations
 
-import re
-
 from aiaudit.core.host import Host
+from aiaudit.core.startup import lazy_pattern
 from aiaudit.linux.storage import fstab
 from aiaudit.linux.systemd import units as systemd
 
@@ -29,7 +28,7 @@ ZRAM_DROPINS = ("/etc/systemd/zram-generator.conf.d", "/run/systemd/zram-generat
 GENERATOR_DIRS = ("/usr/lib/systemd/system-generators", "/lib/systemd/system-generators")
 MASK_DIRS = ("/etc/systemd/system", "/run/systemd/system")
 """Where ``systemctl mask`` puts its ``/dev/null`` links."""
-_ZRAM_SECTION = re.compile(r"\[(zram\d+)\]")
+_ZRAM_SECTION = lazy_pattern(r"\[(zram\d+)\]")
 
 ZramSection = tuple[str, int, str, bool]
 """(file, line of the section header, section name, creates a swap device)."""
@@ -64,7 +63,7 @@ def parse_zram(text: str, file: str, sections: dict[str, ZramSection]) -> None:
     sec = None
     for n, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
-        m = _ZRAM_SECTION.fullmatch(line)
+        m = _ZRAM_SECTION().fullmatch(line)
         if m:
             sec = m.group(1)
             prev = sections.get(sec)

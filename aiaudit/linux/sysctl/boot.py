@@ -29,6 +29,7 @@ import re
 from aiaudit.core.errors import HostError, ParseError
 from aiaudit.core.host import Host
 from aiaudit.core.model import Evidence
+from aiaudit.core.startup import lazy_pattern
 from aiaudit.core.startup.records import record
 from aiaudit.linux.boot import cmdline as boot
 from aiaudit.linux.sysctl import conf as sp
@@ -202,7 +203,7 @@ def _cpulist_count(host: Host, path: str) -> int | None:
     return count
 
 
-_IMAGE = re.compile(r"^\s*(?:linux|linuxefi|linux16)\s+\S*vmlinu[xz]-(\S+)")
+_IMAGE = lazy_pattern(r"^\s*(?:linux|linuxefi|linux16)\s+\S*vmlinu[xz]-(\S+)")
 
 
 def boot_kernel_release(host: Host) -> str | None:
@@ -224,7 +225,7 @@ def boot_kernel_release(host: Host) -> str | None:
         except ParseError:
             return None
     lines = text.splitlines()
-    m = _IMAGE.match(lines[booted.line - 1]) if booted.line and booted.line <= len(lines) \
+    m = _IMAGE().match(lines[booted.line - 1]) if booted.line and booted.line <= len(lines) \
         else None
     return m.group(1) if m else None
 

@@ -9,6 +9,7 @@ import shlex
 
 from aiaudit.core.errors import HostError, ParseError
 from aiaudit.core.host import Host
+from aiaudit.core.startup import lazy_pattern
 from aiaudit.core.startup.records import record
 from aiaudit.linux.systemd import units as systemd
 
@@ -71,14 +72,14 @@ def _boot_commands(host: Host) -> tuple[list[BootCommand], list[str]]:
 _SHELL_QUOTING = frozenset("'\"\\")
 
 
-_SHLEX_SPACE = re.compile(r"[ \t\r\n]+")
+_SHLEX_SPACE = lazy_pattern(r"[ \t\r\n]+")
 
 
 def _words(text: str) -> list[str]:
     """``shlex.split(text)``; without quotes or backslashes it only splits on shlex's
     whitespace (`` \t\r\n``), done here without shlex's character-by-character loop."""
     if _SHELL_QUOTING.isdisjoint(text):
-        return [w for w in _SHLEX_SPACE.split(text) if w]
+        return [w for w in _SHLEX_SPACE().split(text) if w]
     return shlex.split(text)
 
 
@@ -102,7 +103,7 @@ def _split(text: str) -> list[list[str]]:
     return [argv]
 
 
-_ECHO_TO = re.compile(r"""(?:echo|printf)\s+(?:-n\s+)?['"]?([\w+\-]+)['"]?\s*"""
+_ECHO_TO = lazy_pattern(r"""(?:echo|printf)\s+(?:-n\s+)?['"]?([\w+\-]+)['"]?\s*"""
                       r"""(?:>|\|\s*tee\s+(?:-a\s+)?)\s*(\S+)""")
 
 
@@ -113,7 +114,7 @@ def sysfs_writes(host: Host, path_re: str) -> list[tuple[str, str, BootCommand]]
     rx = re.compile(path_re)
     out = []
     for c in cmds:
-        for m in _ECHO_TO.finditer(c.text):
+        for m in _ECHO_TO().finditer(c.text):
             path = m.group(2).strip("'\";)")
             if rx.search(path):
                 out.append((m.group(1), path, c))
