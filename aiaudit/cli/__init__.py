@@ -26,6 +26,7 @@ from aiaudit.cli.output import (
     write_stdout,
 )
 from aiaudit.core.errors import AuditError, ExitCode, RulesetError
+from aiaudit.core.startup.collector import loading, own_process
 
 _SUBCOMMANDS: dict[str, tuple[str, str, str, dict[str, Any]]] = {
     "scan": ("scan", "populate_scan", "cmd_scan", {
@@ -110,8 +111,10 @@ def run() -> NoReturn:
     registers no ``atexit`` handler, and the rule worker is a daemon thread.  So stdout and
     stderr are flushed and the process leaves with ``os._exit`` (a ``SystemExit`` from
     argparse, ``--help`` or ``--version`` exits the
-    ordinary way).
+    ordinary way).  The process is aiaudit's own, so a scan's loading may hold off the
+    garbage collector (:mod:`aiaudit.core.startup.collector`).
     """
+    own_process()
     code = main()
     for stream in (sys.stdout, sys.stderr):
         # a closed pipe, a full disk (reported already) or a closed fd: nothing to add
@@ -131,8 +134,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return ExitCode.USAGE
     # the top level has no option that takes a value: the first word names the command
     word = next((a for a in argv if not a.startswith("-")), None)
-    parser = build_parser(word if word in COMMANDS else None)
-    args = parser.parse_args(argv)
+    with loading():  # the command's modules: no cyclic collection (core.startup.collector)
+        parser = build_parser(word if word in COMMANDS else None)
+        args = parser.parse_args(argv)
     if not args.command:
         if sys.stderr is not None:  # (print_help(None) would write to stdout)
             parser.print_help(sys.stderr)

@@ -35,10 +35,15 @@ from aiaudit.cli.output import (
 )
 from aiaudit.core.errors import ExitCode, UsageError
 from aiaudit.core.model import SEVERITIES, Severity, Status
+from aiaudit.core.startup.collector import loading
 from aiaudit.core.startup.records import record
 
 if TYPE_CHECKING:
+    from aiaudit.core.host import Host
     from aiaudit.core.model import Finding, RunResult, Waiver
+    from aiaudit.core.plugins import Registry
+    from aiaudit.core.ruleset import Ruleset
+    from aiaudit.core.scan import ScanOptions
 
 REPORT_MIN_S = 5.0
 """Time the reports get after the rules when the rules used up the --timeout deadline."""
@@ -257,13 +262,14 @@ def reason_line(run: RunResult, fail_on: Severity, code: int, limit: int = 250) 
     return f"aiaudit: {head} {rule} ({one_line(detail, max(budget, 20))}){more}"
 
 
-def cmd_scan(args: argparse.Namespace) -> int:
-    """``aiaudit scan``."""
+def _prepare(args: argparse.Namespace) -> tuple[
+        Registry, list[tuple[str, str | None]], Ruleset, Modes, Host, ScanOptions]:
+    """Everything a scan needs before its rules run: the plugins, the outputs, the ruleset,
+    the modes' inputs, the host and the options (bad input: UsageError)."""
     from aiaudit.core import plugins
     from aiaudit.core.host import Deadline, Host
-    from aiaudit.core.scan import ScanOptions, exit_status, scan
+    from aiaudit.core.scan import ScanOptions
 
-    started = time.monotonic()
     if not os.path.isdir(args.root):
         raise UsageError(f"--root {args.root}: not a directory")
     # the deadline runs from here: loading third-party plugins counts (core.scan.ScanOptions)
@@ -294,6 +300,17 @@ def cmd_scan(args: argparse.Namespace) -> int:
         image_kind=args.image_kind, kernel_cmdline=args.kernel_cmdline,
         **({"rule_timeout": args.rule_timeout} if args.rule_timeout else {}),
     )
+    return reg, outputs, rs, modes, host, opts
+
+
+def cmd_scan(args: argparse.Namespace) -> int:
+    """``aiaudit scan``."""
+    from aiaudit.core.scan import exit_status, scan
+
+    started = time.monotonic()
+    with loading():  # no cyclic collection while the scan loads (core.startup.collector)
+        reg, outputs, rs, modes, host, opts = _prepare(args)
+    fail_on = opts.fail_on
     run = scan(rs, host, opts)
     code = exit_status(run, fail_on, on_error=modes.on_error)
     # rendering and writing are bounded by the same deadline as the rules
