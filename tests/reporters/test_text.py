@@ -10,6 +10,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from aiaudit.core.escape import human_safe
 from aiaudit.core.model import (
@@ -489,3 +491,21 @@ def test_sysctl_w_of_the_dropin_keys_becomes_one_load() -> None:
     assert _sysctl_load(files, cmds) == [
         "sysctl -p /etc/sysctl.d/99-zz-aiaudit.conf", "echo hi",
         "sysctl -w vm.max_map_count='262144'", "sysctl -w vm.swappiness='5'"]
+
+
+_PIECES = ["a", "bb", "ccc", " ", "  ", "\t", "\n", "\r", "\x0b", "\u00a0", "\u2003", "-",
+           "x" * 30]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(_PIECES), max_size=60).map("".join),
+       st.integers(min_value=8, max_value=60), st.integers(min_value=0, max_value=6))
+def test_wrapping_is_textwraps(text: str, width: int, indent: int) -> None:
+    """The plain report's wrapping is the standard library's, line for line."""
+    import textwrap
+
+    from aiaudit.reporters.text import wrap_words
+
+    assert wrap_words(text, width, " " * indent) == textwrap.wrap(
+        text, width, subsequent_indent=" " * indent, break_long_words=False,
+        break_on_hyphens=False)

@@ -19,7 +19,6 @@ prolog on a host without cpufreq (a VM) never needs them.
 
 from __future__ import annotations
 
-import re
 import shlex
 from typing import Any
 
@@ -134,7 +133,7 @@ def unit_settings(host: Host, sysfs_name: str, cpupower_flag: tuple[str, ...] = 
     """Enabled services (other than cpupower.service) that write ``sysfs_name`` or run
     ``cpupower frequency-set <flag> VALUE``."""
     out: list[BootSetting] = []
-    for value, _path, c in sysfs_writes(host, re.escape(sysfs_name) + r"$"):
+    for value, _path, c in sysfs_writes(host, sysfs_name):
         out.append(BootSetting(value, f"{c.unit} ({c.file.lstrip('/')}:{c.line})",
                                Evidence.file(c.file, c.line, c.text), c.unit))
     if not cpupower_flag:

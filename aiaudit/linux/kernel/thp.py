@@ -82,7 +82,7 @@ def _enabled_default(host: Host, what: str) -> tuple[ThpBoot, Evidence | None]:
 
 def _units(host: Host, setting: str, allowed: list[str], b: ThpBoot) -> None:
     """Enabled services writing the file (the last one wins)."""
-    for v, _path, c in sysfs_writes(host, rf"transparent_hugepage/{setting}$"):
+    for v, _path, c in sysfs_writes(host, f"transparent_hugepage/{setting}"):
         b.value, b.source, b.explicit = v, f"{c.unit} ({c.file.lstrip('/')}:{c.line})", True
         b.unit = c.unit
         b.evidence.append(Evidence.file(c.file, c.line, c.text))

@@ -107,16 +107,16 @@ _ECHO_TO = lazy_pattern(r"""(?:echo|printf)\s+(?:-n\s+)?['"]?([\w+\-]+)['"]?\s*"
                       r"""(?:>|\|\s*tee\s+(?:-a\s+)?)\s*(\S+)""")
 
 
-def sysfs_writes(host: Host, path_re: str) -> list[tuple[str, str, BootCommand]]:
+def sysfs_writes(host: Host, suffix: str) -> list[tuple[str, str, BootCommand]]:
     """``echo VALUE > PATH`` / ``echo VALUE | tee PATH`` run by enabled services, where
-    PATH matches ``path_re``: (value, path, command)."""
+    PATH ends with ``suffix`` (``scaling_governor``, ``transparent_hugepage/enabled``):
+    (value, path, command)."""
     cmds, _ = boot_commands(host)
-    rx = re.compile(path_re)
     out = []
     for c in cmds:
         for m in _ECHO_TO().finditer(c.text):
             path = m.group(2).strip("'\";)")
-            if rx.search(path):
+            if path.endswith(suffix):
                 out.append((m.group(1), path, c))
     seen: set[tuple[str, str, int]] = set()
     uniq = []
