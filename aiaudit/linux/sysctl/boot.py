@@ -32,6 +32,7 @@ from aiaudit.core.model import Evidence
 from aiaudit.core.startup import lazy_pattern
 from aiaudit.core.startup.records import record
 from aiaudit.linux.boot import cmdline as boot
+from aiaudit.linux.kernel.config import lines_with
 from aiaudit.linux.sysctl import conf as sp
 from aiaudit.linux.systemd import units as systemd
 
@@ -173,8 +174,7 @@ def _config_option(text: str, name: str) -> tuple[str | None, int | None]:
     """(value, line) of ``CONFIG_<name>`` (``None`` value: not set)."""
     want = f"CONFIG_{name}="
     unset = f"# CONFIG_{name} is not set"
-    for n, raw in enumerate(text.splitlines(), 1):
-        line = raw.strip()
+    for n, line in lines_with(text, f"CONFIG_{name}"):
         if line.startswith(want):
             return line[len(want):].strip('"'), n
         if line == unset:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from aiaudit.core.host import Host
 from aiaudit.linux.kernel.config import config_choice, kernel_config
 
@@ -28,3 +31,19 @@ def test_newest_boot_config_offline(make_root) -> None:
                                "/boot/config-5.15.0": "C\n"})))
     assert kernel_config(host) == ("/boot/config-6.10.2", "B\n")
     assert config_choice(Host(str(make_root({}))), "X") is None
+
+
+_CONFIG_PIECES = ["CONFIG_A=y", "CONFIG_AB=m", "# CONFIG_A is not set", "  CONFIG_A=\"x\"",
+                  "CONFIG_A_B=y", "#CONFIG_A is not set", "x CONFIG_A=y", "\t", " ", "\n",
+                  "\n\n", "\r\n", "CONFIG_THP_ALWAYS=y", "CONFIG_THP_MADVISE=y"]
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(_CONFIG_PIECES), max_size=30).map("".join),
+       st.sampled_from(["CONFIG_A", "CONFIG_A=", "# CONFIG_A is not set", "CONFIG_THP_"]))
+def test_lines_with_is_a_scan_of_every_line(text: str, needle: str) -> None:
+    """The lines found by searching are those a walk over every line keeps."""
+    from aiaudit.linux.kernel.config import lines_with
+
+    walked = [(n, raw.strip()) for n, raw in enumerate(text.split("\n"), 1) if needle in raw]
+    assert list(lines_with(text, needle)) == walked
