@@ -26,11 +26,11 @@ from aiaudit.core.host import Host
 from aiaudit.core.model import Evidence
 from aiaudit.linux.netfilter import iptables as ipt
 from aiaudit.linux.netfilter import model as nf
-from aiaudit.linux.netfilter import nft
 from aiaudit.linux.netfilter.state import FirewallState, Mechanism
 from aiaudit.linux.systemd import units as systemd
 
 if TYPE_CHECKING:
+    from aiaudit.linux.netfilter import nft
     from aiaudit.linux.netfilter.firewalld import Service, Zone
     from aiaudit.linux.netfilter.ufw import Setting, Tuple
 
@@ -142,6 +142,8 @@ def _load_nftables(host: Host, st: FirewallState, rs: nf.Ruleset) -> None:
             _unit_looked(host, st, "nftables", "nftables.service", en, (path,))
         st.mechanisms.append(Mechanism("nftables", False, en.reason, ev))
         return
+    from aiaudit.linux.netfilter import nft  # the parser: only where nftables loads a file
+
     try:
         text = host.read_text(path)
         got = nft.parse_text(text, path, _resolver(host))

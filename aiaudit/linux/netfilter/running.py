@@ -16,7 +16,6 @@ from aiaudit.core.host import Host
 from aiaudit.core.model import Evidence
 from aiaudit.linux.netfilter import iptables as ipt
 from aiaudit.linux.netfilter import model as nf
-from aiaudit.linux.netfilter import nft
 from aiaudit.linux.netfilter.state import NFT_TIMEOUT, FirewallState, Mechanism
 
 NFT_LIST = "nft -j list ruleset"
@@ -68,6 +67,8 @@ def _nft_ruleset(host: Host, st: FirewallState) -> nf.Ruleset | None:
             "not permitted" in err else ""
         st.problems.append(f"{NFT_LIST}: {err}{hint}")
         return st.ruleset
+    from aiaudit.linux.netfilter import nft  # the parser: only when nft listed a ruleset
+
     try:
         rs = nft.parse_json(res.stdout)
     except ParseError as exc:
