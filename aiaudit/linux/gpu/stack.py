@@ -19,7 +19,6 @@ from aiaudit.core.startup import lazy_pattern
 from aiaudit.core.startup.records import record
 from aiaudit.linux import ldconf, pyenv
 from aiaudit.linux.gpu import cuda, nvidia
-from aiaudit.linux.kmod import modinfo as elfmodinfo
 from aiaudit.linux.packages.dpkg import upstream_version
 from aiaudit.linux.packages.installed import DPKG_STATUS, dpkg_installed
 
@@ -334,7 +333,10 @@ def _module_files(host: Host, kroot: str) -> list[str]:
 
 def _module_version(host: Host, path: str) -> str | None:
     """``modinfo -F version`` of module file ``path``
-    (:func:`aiaudit.linux.kmod.modinfo.file_version`)."""
+    (:func:`aiaudit.linux.kmod.modinfo.file_version`, imported where a module file is
+    read)."""
+    from aiaudit.linux.kmod import modinfo as elfmodinfo
+
     return elfmodinfo.file_version(host, path)
 
 
@@ -392,13 +394,15 @@ def _kernel_roots(host: Host) -> dict[str, str]:
 def _module_file_version(host: Host, kernel: str, files: list[str]) -> _Found:
     """The version of the first readable ``nvidia.ko*`` of ``files`` (module files of
     ``kernel``); notes and problems for those that could not be read."""
+    from aiaudit.linux.kmod.modinfo import UnsupportedCompression  # files exist: read
+
     notes: list[str] = []
     problems: list[str] = []
     unreadable: list[Evidence] = []
     for path in files:
         try:
             ver = _module_version(host, path)
-        except elfmodinfo.UnsupportedCompression:
+        except UnsupportedCompression:
             notes.append(f"{path} is compressed with zstd, which this Python cannot "
                          "read; version from the package database instead")
             continue

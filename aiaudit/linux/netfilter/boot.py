@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING
 from aiaudit.core.errors import HostError, NotFound, ParseError
 from aiaudit.core.host import Host
 from aiaudit.core.model import Evidence
-from aiaudit.linux.netfilter import iptables as ipt
 from aiaudit.linux.netfilter import model as nf
 from aiaudit.linux.netfilter.state import FirewallState, Mechanism
 from aiaudit.linux.systemd import units as systemd
@@ -325,6 +324,8 @@ def _load_iptables_persistent(host: Host, st: FirewallState, rs: nf.Ruleset) -> 
             st.mechanisms.append(Mechanism(mech, False, en.reason, ev))
             _unit_looked(host, st, mech, unit, en)
             continue
+        from aiaudit.linux.netfilter import iptables as ipt  # only where a rules file loads
+
         for fam, path in present:
             try:
                 rs.merge(ipt.parse(host.read_text(path), fam, path))

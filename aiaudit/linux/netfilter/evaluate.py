@@ -21,7 +21,6 @@ from aiaudit.core.model import Aspect
 from aiaudit.core.startup.records import record
 from aiaudit.linux.netfilter import model as nf
 from aiaudit.linux.netfilter.boot import boot
-from aiaudit.linux.netfilter.running import running
 from aiaudit.linux.netfilter.state import FirewallState
 
 PortDecision = tuple[str, int, int, nf.Decision]
@@ -105,6 +104,8 @@ def states(host: Host) -> list[tuple[str, Aspect, FirewallState]]:
     on a live host, and the boot configuration."""
     out = []
     if host.live and host.allow_commands:
+        from aiaudit.linux.netfilter.running import running  # commands: live on / only
+
         out.append(("running", Aspect.RUNTIME, running(host)))
     out.append(("boot", Aspect.PERSISTED, boot(host)))
     return out
