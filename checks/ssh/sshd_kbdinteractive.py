@@ -17,7 +17,7 @@ that offers keyboard-interactive also needs another method than passwords (auth2
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from aiaudit.api import (
     Aspect,
@@ -30,7 +30,6 @@ from aiaudit.api import (
     hookimpl,
 )
 from aiaudit.core.errors import ParseError
-from aiaudit.linux.sshd import config as sp
 from aiaudit.linux.sshd.effective import Passes, load_config, passes
 from aiaudit.linux.sshd.fix import RELOAD, remediation
 from aiaudit.linux.sshd.results import (
@@ -41,6 +40,9 @@ from aiaudit.linux.sshd.results import (
     evidence,
     version_note,
 )
+
+if TYPE_CHECKING:  # the parser is imported once there is a configuration to parse
+    from aiaudit.linux.sshd import config as sp
 
 SUBJECT = "KbdInteractiveAuthentication"
 WANT = "no (or UsePAM no)"

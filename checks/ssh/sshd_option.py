@@ -18,7 +18,7 @@ Sources: sshd_config(5); openssh-portable ``servconf.c``.
 
 from __future__ import annotations
 
-from typing import Any, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
 from aiaudit.api import (
     Aspect,
@@ -33,7 +33,7 @@ from aiaudit.api import (
 from aiaudit.core.errors import ParseError
 from aiaudit.core.ruleset import predicates
 from aiaudit.core.ruleset.predicates import Predicate
-from aiaudit.linux.sshd import config as sp
+from aiaudit.linux.sshd import keywords
 from aiaudit.linux.sshd.effective import Passes, load_config, passes
 from aiaudit.linux.sshd.fix import RELOAD, remediation
 from aiaudit.linux.sshd.results import (
@@ -45,6 +45,9 @@ from aiaudit.linux.sshd.results import (
     evidence,
     version_note,
 )
+
+if TYPE_CHECKING:  # the parser is imported once there is a configuration to parse
+    from aiaudit.linux.sshd import config as sp
 
 _VALUE = {"type": ["integer", "string"]}
 _ORDERED = predicates.ordered_value(
@@ -70,9 +73,11 @@ OPTION_SCHEMA: dict[str, Any] = {
 }
 
 
-def normalise_param(kw: sp.Keyword, value: Any) -> Any:
+def normalise_param(kw: keywords.Keyword, value: Any) -> Any:
     """A rule's expected value in the parser's canonical form (``No`` → ``no``,
     ``without-password`` → ``prohibit-password``, ``1m`` → ``60``)."""
+    from aiaudit.linux.sshd import config as sp  # loaded: the configuration was parsed
+
     if isinstance(value, list):
         return [normalise_param(kw, v) for v in value]
     text = str(value)
@@ -182,13 +187,13 @@ def fix_value(p: Mapping[str, Any], cfg: sp.SshdConfig, name: str,
 def run_option(ctx: CheckContext) -> Iterator[Result]:
     """Compare one keyword's effective value (global and per Match block)."""
     p = ctx.params
-    kw = sp.KEYWORDS.get(str(p["keyword"]).lower())
+    kw = keywords.KEYWORDS.get(str(p["keyword"]).lower())
     deprecated = kw is not None and kw.vtype == "ignore"  # Protocol, UseLogin...
-    if kw is None or (kw.cls == sp.SPECIAL and not deprecated):
+    if kw is None or (kw.cls == keywords.SPECIAL and not deprecated):
         yield Result(Status.ERROR, str(p["keyword"]),
                      f"{p['keyword']!r} is not an sshd_config keyword this check can evaluate")
         return
-    name = kw.name if deprecated else sp.OPTIONS[kw.opt].name
+    name = kw.name if deprecated else keywords.OPTIONS[kw.opt].name
     loaded = load_config(ctx.host)
     if loaded.skip:
         yield Result(Status.SKIP, name, loaded.skip)

@@ -3,13 +3,16 @@ takes for a connection (what ``sshd -T`` prints), with the release's compiled-in
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from aiaudit.core.errors import ParseError
 from aiaudit.core.host import Host
 from aiaudit.core.startup.records import record
 from aiaudit.linux.packages.installed import dpkg_version
-from aiaudit.linux.sshd import config as sp
+from aiaudit.linux.sshd.presence import MAIN_CONFIG, not_installed
+
+if TYPE_CHECKING:
+    from aiaudit.linux.sshd import config as sp
 
 
 # ------------------------------------------------------------------ loading
@@ -27,13 +30,14 @@ def load_config(host: Host) -> Loaded:
     ``Include`` paths are re-rooted under the scanned root)."""
 
     def factory() -> Loaded:
-        if not host.lstat_exists(sp.MAIN_CONFIG):
-            if dpkg_version(host, "openssh-server"):
-                err = ParseError("openssh-server is installed but the file is missing: sshd "
-                                 "will not start", source=sp.MAIN_CONFIG)
-                return Loaded(None, err)
-            return Loaded(None, skip="openssh-server is not installed in the scanned root "
-                                     f"(no {sp.MAIN_CONFIG})")
+        skip = not_installed(host)
+        if skip is not None:
+            return Loaded(None, skip=skip)
+        if not host.lstat_exists(MAIN_CONFIG):
+            return Loaded(None, ParseError("openssh-server is installed but the file is "
+                                           "missing: sshd will not start", source=MAIN_CONFIG))
+        from aiaudit.linux.sshd import config as sp  # the parser: only where sshd is
+
         def read(path: str) -> str:
             # sshd fopen()s what the glob found: a link to /dev/null or a directory reads
             # as empty (observed with 9.2), a dangling link is fatal (NotFound below)

@@ -12,11 +12,14 @@ hand and why.
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from aiaudit.core.errors import ParseError
 from aiaudit.core.model import Remediation, Snippet
-from aiaudit.linux.sshd import config as sp
+from aiaudit.linux.sshd.presence import MAIN_CONFIG
+
+if TYPE_CHECKING:  # the parser is imported where a fix is checked against it
+    from aiaudit.linux.sshd import config as sp
 
 DROPIN = "/etc/ssh/sshd_config.d/00-aiaudit.conf"
 """Remediation drop-in.  sshd keeps the *first* value it reads and Debian's main file
@@ -27,7 +30,7 @@ RELOAD = Snippet.apply("sshd", "validate with sshd -t, then reload a running ssh
 ``sshd -t -f /etc/ssh/sshd_config`` and reloads ``ssh.service`` (Debian) or
 ``sshd.service`` only when one runs."""
 
-Accepts = Callable[[sp.Setting], bool]
+Accepts = Callable[["sp.Setting"], bool]
 """Whether a setting has a value the rule accepts."""
 
 
@@ -48,6 +51,8 @@ def _with_main(cfg: sp.SshdConfig, text: str) -> sp.SshdConfig:
 
     def read(path: str) -> str:
         return text if path == cfg.main else real_read(path)
+
+    from aiaudit.linux.sshd import config as sp
 
     return sp.load(read, cfg.globber, cfg.main)
 
@@ -82,7 +87,7 @@ def remediation(cfg: sp.SshdConfig, setting: sp.Setting, line: str,
             f"{why}): comment out its global {setting.option} lines, insert `{line}` "
             "before the first Match.", (edit, RELOAD))
     target = f"change {where(d)} to `{line}`" if d is not None else f"add `{line}` to " \
-        f"{sp.MAIN_CONFIG} before any Match block"
+        f"{MAIN_CONFIG} before any Match block"
     return Remediation(f"A drop-in would not take effect ({why}): {target}.", (RELOAD,),
                        manual=target[0].upper() + target[1:] + ".")
 
@@ -112,6 +117,8 @@ def _why_dropin_loses(cfg: sp.SshdConfig, d: sp.Directive | None) -> str:
     if d is not None and d.block is not None:
         return (f"{where(d)} is inside `Match {d.block.text}`, which overrides global "
                 "values")
+    from aiaudit.linux.sshd import config as sp
+
     incs = [i for i in cfg.includes if i.block is None and any(
         sp.glob_matches(sp.include_pattern(p), DROPIN) for p in i.patterns)]
     if not incs:

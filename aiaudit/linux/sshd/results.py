@@ -11,15 +11,18 @@ gets a caveat (:func:`version_note`).
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 from aiaudit.core.errors import ParseError
 from aiaudit.core.host import Host
 from aiaudit.core.model import Aspect, Evidence, Result, Status
 from aiaudit.linux.packages import dpkg
 from aiaudit.linux.packages.installed import dpkg_version
-from aiaudit.linux.sshd import config as sp
 from aiaudit.linux.sshd.effective import Passes
+from aiaudit.linux.sshd.keywords import KEYWORDS
+
+if TYPE_CHECKING:
+    from aiaudit.linux.sshd import config as sp
 
 BLOCK_ERROR = "sshd would drop connections matching this block (re-reading the " \
     "configuration for them fails)"
@@ -77,7 +80,7 @@ def evaluate(cfg: sp.SshdConfig | Passes, keyword: str, match_blocks: bool
     yield None, shared.value(keyword)
     if not match_blocks:
         return
-    opt = sp.KEYWORDS[keyword.lower()].opt
+    opt = KEYWORDS[keyword.lower()].opt
     for block in dict.fromkeys(shared.config.blocks):  # a file included twice repeats its blocks
         if block.is_all or not block.can_match:  # `Match User !root` matches nobody
             continue
@@ -106,7 +109,7 @@ def disabled_by(cfg: sp.SshdConfig | Passes, keyword: str, block: sp.MatchBlock 
     """The ``DisableForwarding yes`` setting that turns ``keyword`` off for the global
     connection (``block`` ``None``) or a connection matching ``block``, or ``None``.  With
     the release unknown, X11 and agent forwarding are not assumed off."""
-    since = DISABLE_FORWARDING_SINCE.get(sp.KEYWORDS[keyword.lower()].opt)
+    since = DISABLE_FORWARDING_SINCE.get(KEYWORDS[keyword.lower()].opt)
     shared = cfg if isinstance(cfg, Passes) else Passes(cfg)
     release = shared.config.release
     if since is None or (since > (0, 0) and (release is None or release < since)):
