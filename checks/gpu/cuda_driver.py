@@ -33,7 +33,7 @@ from aiaudit.api import (
 )
 from aiaudit.core.host import Host
 from aiaudit.core.startup.records import record
-from aiaudit.linux.gpu import compat, cuda, driver, nvsmi
+from aiaudit.linux.gpu import compat, cuda, driver
 from aiaudit.linux.gpu import stack as gs
 from aiaudit.linux.pyenv import ENV_PARAMS
 
@@ -208,6 +208,8 @@ def _driver_cuda(host: Host, timeout: float) -> tuple[tuple[int, int] | None,
     -x``, the run every ``gpu.*`` rule shares); only when scanning the real / live."""
     if not host.allow_commands:
         return None, None
+    from aiaudit.linux.gpu import nvsmi  # nvidia-smi's reader: only where it runs
+
     got = nvsmi.query(host, timeout)
     if isinstance(got, str) or got.cuda is None:
         return None, None

@@ -28,7 +28,7 @@ from aiaudit.api import (
     Status,
     hookimpl,
 )
-from aiaudit.linux.gpu import driver, health, nvsmi
+from aiaudit.linux.gpu import driver, health
 
 FIX = Remediation(
     "Drain the node and reset the GPU (`nvidia-smi -r -i N`, or reboot) after uncorrectable "
@@ -54,6 +54,8 @@ def run(ctx: CheckContext) -> Iterator[Result]:
     if blocked:
         yield blocked
         return
+    from aiaudit.linux.gpu import nvsmi  # nvidia-smi's reader: only past the GPU gate
+
     shown = " ".join(nvsmi.SMI_ARGV)
     if not host.allow_commands:
         yield Result(Status.SKIP, "nvidia-smi", "nvidia-smi is run only when scanning the real "

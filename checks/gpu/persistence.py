@@ -27,10 +27,9 @@ from aiaudit.api import (
 )
 from aiaudit.core.errors import HostError, ParseError
 from aiaudit.core.host import Host
-from aiaudit.linux.gpu import driver, nvidia, nvsmi
+from aiaudit.linux.gpu import driver, nvidia
 
 PERSISTENCED = "nvidia-persistenced.service"
-SMI_ARGV = nvsmi.SMI_ARGV
 
 
 def _persistenced(host: Host) -> tuple[bool | None, str, tuple[Evidence, ...]]:
@@ -107,13 +106,15 @@ def _at_boot_only(host: Host, boot: bool | None, why: str, bev: tuple[Evidence, 
 def _query(host: Host, timeout: float) -> list[nvidia.GpuPersistence] | Result:
     """Each GPU's persistence mode (``nvidia-smi -q -x``, shared), or an error result;
     ``[N/A]`` where the platform has none (Windows, vGPU guests)."""
+    from aiaudit.linux.gpu import nvsmi  # nvidia-smi's reader: only past the GPU gate
+
     got = nvsmi.query(host, timeout)
     if isinstance(got, str):
         return Result(Status.ERROR, "nvidia-smi", f"persistence mode cannot be read: {got}",
-                      evidence=(Evidence.command(" ".join(SMI_ARGV)),))
+                      evidence=(Evidence.command(" ".join(nvsmi.SMI_ARGV)),))
     if not got.gpus:
         return Result(Status.ERROR, "nvidia-smi", "nvidia-smi -q -x listed no GPU",
-                      evidence=(Evidence.command(" ".join(SMI_ARGV)),))
+                      evidence=(Evidence.command(" ".join(nvsmi.SMI_ARGV)),))
     return [nvidia.GpuPersistence(str(i), g.bus_id, g.persistence or "[N/A]")
             for i, g in enumerate(got.gpus)]
 
@@ -121,6 +122,8 @@ def _query(host: Host, timeout: float) -> list[nvidia.GpuPersistence] | Result:
 def _gpu(host: Host, p: Mapping[str, Any], row: nvidia.GpuPersistence,
          boot: bool | None, why: str, bev: tuple[Evidence, ...], installed: bool) -> Result:
     """One GPU's persistence mode now, and whether it lasts."""
+    from aiaudit.linux.gpu.nvsmi import SMI_ARGV
+
     subject = f"GPU {row.index} ({row.bus_id})"
     ev = (Evidence.command(" ".join(SMI_ARGV), f"persistence_mode {row.mode}"), *bev)
     if row.mode not in ("Enabled", "Disabled"):

@@ -16,7 +16,7 @@ reason), never a pass.
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 from aiaudit.api import (
     Aspect,
@@ -30,7 +30,10 @@ from aiaudit.api import (
     hookimpl,
 )
 from aiaudit.core.host import Host
-from aiaudit.linux.gpu import driver, health, nvsmi
+from aiaudit.linux.gpu import driver, health
+
+if TYPE_CHECKING:
+    from aiaudit.linux.gpu import nvsmi
 
 FIXES = {
     "ecc": Remediation("Enable ECC and reset the GPUs (or reboot).", (
@@ -50,6 +53,8 @@ JUDGES = {"ecc": health.ecc, "memory_errors": health.memory_errors}
 def smi_query(host: Host, timeout: float) -> nvsmi.SmiLog | Result:
     """``nvidia-smi -q -x`` parsed (once per run, shared by every ``gpu.*`` rule), or an
     error result."""
+    from aiaudit.linux.gpu import nvsmi  # nvidia-smi's reader: only past the GPU gate
+
     got = nvsmi.query(host, timeout)
     if isinstance(got, str):
         return Result(Status.ERROR, "nvidia-smi", got,
@@ -82,7 +87,9 @@ def run(ctx: CheckContext) -> Iterator[Result]:
     if not got.gpus:
         yield Result(Status.ERROR, "nvidia-smi", "nvidia-smi -q -x listed no GPU")
         return
-    shown = " ".join(nvsmi.SMI_ARGV)
+    from aiaudit.linux.gpu.nvsmi import SMI_ARGV
+
+    shown = " ".join(SMI_ARGV)
     for g in got.gpus:
         v = judge_gpu(g, p["property"], tuple(p["reasons"]))
         yield Result(v.status, f"GPU {g.bus_id}", f"{g.name}: {v.message}",

@@ -16,11 +16,13 @@ verdict says it is not reported, and why.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiaudit.core.model import Status
 from aiaudit.core.startup.records import record
-from aiaudit.linux.gpu.nvsmi import GpuHealth
+
+if TYPE_CHECKING:  # the reader is imported where nvidia-smi runs
+    from aiaudit.linux.gpu.nvsmi import GpuHealth
 
 HW_FINDINGS = ("hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown",
                "sw_thermal_slowdown")
