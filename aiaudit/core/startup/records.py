@@ -92,8 +92,9 @@ def _unsupported(cls: type, fields: list[dataclasses.Field[Any]]) -> str | None:
     """Why ``cls`` needs the full ``@dataclass``, or ``None``."""
     if "__post_init__" in cls.__dict__:
         return "__post_init__"
-    if any(f.name == "self" for f in fields):
-        return "a field named 'self'"
+    for f in fields:
+        if f.name == "self":
+            return "a field named 'self'"
     for f in fields:
         if not f.init or not f.compare or f.kw_only is True:
             return f"field {f.name!r} with init/compare/kw_only options"
@@ -183,8 +184,8 @@ def _make_init(cls: type, fields: list[dataclasses.Field[Any]]) -> Callable[...,
                            "__factories": tuple(factories)}
     code = _template(len(fields))
     names = [f.name for f in fields]
-    consts = tuple(names[int(c[1:])] if isinstance(c, str) and c[:1] == "\0" else c
-                   for c in code.co_consts)
+    consts = tuple([names[int(c[1:])] if isinstance(c, str) and c[:1] == "\0" else c
+                    for c in code.co_consts])
     qualname = f"{cls.__qualname__}.__init__"
     if sys.version_info >= (3, 11):
         code = code.replace(co_varnames=("self", *names), co_consts=consts,
@@ -235,11 +236,14 @@ def _plain_annotations(cls: type) -> dict[str, str] | None:
     annotations: dict[str, str] | None = own.get("__annotations__")
     if not annotations:  # no fields, or annotations kept elsewhere (PEP 649): dataclasses
         return None
+    # plain loops, no generators: this runs for every field of every record a scan imports
     for typ in annotations.values():
-        if not isinstance(typ, str) or any(w in typ for w in _NOT_PLAIN):
+        if not isinstance(typ, str) or \
+                _NOT_PLAIN[0] in typ or _NOT_PLAIN[1] in typ or _NOT_PLAIN[2] in typ:
             return None
-    if any(isinstance(v, dataclasses.Field) and k not in annotations for k, v in own.items()):
-        return None
+    for k, v in own.items():
+        if isinstance(v, dataclasses.Field) and k not in annotations:
+            return None
     return annotations
 
 
@@ -283,7 +287,7 @@ def _collect_fields(cls: Any, frozen: bool) -> bool:
     cls.__dataclass_params__ = _PARAMS[frozen]
     if "__match_args__" not in own:
         # type checkers refuse any assignment to this name; the class is built here
-        type.__setattr__(cls, "__match_args__", tuple(n for n, f in fields.items() if f.init))
+        type.__setattr__(cls, "__match_args__", tuple([n for n, f in fields.items() if f.init]))
     return True
 
 
@@ -311,7 +315,7 @@ def record(cls: Any = None, /, *, frozen: bool = True) -> Any:
         if why:
             raise TypeError(f"@record does not support {why} (class {cls.__qualname__}); "
                             "use @dataclass")
-        names = tuple(f.name for f in fields)
+        names = tuple([f.name for f in fields])  # comprehensions, not generators (cheaper)
         if undocumented:  # what dataclasses would have written, less the types
             cls.__doc__ = f"{cls.__name__}({', '.join(names)})"
         cls._record_names = names
