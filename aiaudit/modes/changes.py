@@ -37,6 +37,7 @@ from typing import Any
 
 from aiaudit.core.errors import UsageError
 from aiaudit.core.model import Finding, RunResult, Status
+from aiaudit.core.startup.collector import after_import
 from aiaudit.core.startup.records import record
 
 CHANGE_KINDS = ("added", "fixed", "changed", "gone")
@@ -194,6 +195,7 @@ def load_previous(path: str) -> RunResult:
                        " (write one with --format json or --save-scan)")
     import jsonschema
 
+    after_import("jsonschema")
     validator = jsonschema.Draft202012Validator(schema("report.schema.json"))
     err = jsonschema.exceptions.best_match(validator.iter_errors(data))
     if err is not None:

@@ -16,6 +16,7 @@ from typing import Any
 from aiaudit.core.errors import UsageError
 from aiaudit.core.inputs import MAX_DEPTH, read_input, too_deep
 from aiaudit.core.model import RunResult
+from aiaudit.core.startup.collector import after_import
 
 MAX_REPORT_BYTES = 256 * 1024 * 1024
 MAX_INT_DIGITS = 100
@@ -89,6 +90,7 @@ def load_report(path: str) -> RunResult:
     data = decode_json(_read(path), path, "a JSON report")
     import jsonschema
 
+    after_import("jsonschema")
     doc = schema("report.schema.json")
     validator = jsonschema.validators.validator_for(doc)(doc)
     errors = sorted(validator.iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))

@@ -23,6 +23,7 @@ from aiaudit.core.plugins import Registry
 from aiaudit.core.ruleset import composite
 from aiaudit.core.ruleset.composite import with_defaults
 from aiaudit.core.ruleset.yamlpos import Located
+from aiaudit.core.startup.collector import after_import
 from aiaudit.core.startup.records import record
 
 _with_defaults = with_defaults
@@ -88,6 +89,7 @@ def schema_problems(instance: Any, schema_doc: Mapping[str, Any], doc: Located,
     """Every JSON-Schema violation of ``instance``, as ``file:line:col: message``."""
     import jsonschema  # slow import: only when a ruleset really needs validating
 
+    after_import("jsonschema")
     cls = jsonschema.validators.validator_for(schema_doc)
     validator = cls(schema_doc, format_checker=_format_checker())
     out = []

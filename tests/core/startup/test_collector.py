@@ -55,3 +55,36 @@ def test_the_console_entry_point_claims_the_process() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          cwd="/")
     assert out.stdout.strip() == "True", out.stderr
+
+
+def test_garbage_an_import_leaves_is_not_frozen() -> None:
+    code = (
+        "import gc, weakref\n"
+        "from aiaudit.core.startup import collector\n"
+        "collector.own_process()\n"
+        "class Node:\n    pass\n"
+        "def garbage():\n"
+        "    a, b = Node(), Node()\n    a.b, b.a = b, a\n    return weakref.ref(a)\n"
+        "with collector.loading():\n"
+        "    kept = garbage()\n"  # what an import drops without after_import: frozen
+        "with collector.loading():\n"
+        "    dropped = garbage()\n"
+        "    collector.after_import('some.module')\n"
+        "    collector.after_import('some.module')\n"  # once per module
+        "gc.collect()\n"
+        "print(kept() is not None, dropped() is None)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd="/")
+    assert out.stdout.split() == ["True", "True"]
+
+
+def test_after_import_outside_loading_does_nothing() -> None:
+    gc.disable()  # no collection of pytest's own between the two counts
+    try:
+        collected = gc.get_stats()[0]["collections"]
+        collector.after_import("jsonschema")
+        assert gc.get_stats()[0]["collections"] == collected
+        assert "jsonschema" not in collector._COLLECTED
+    finally:
+        gc.enable()
