@@ -1,18 +1,20 @@
 # mypy: disallow-untyped-defs, disallow-incomplete-defs, check-untyped-defs, warn-return-any
 """The cyclic garbage collector during a scan's loading.
 
-Loading a scan (some two hundred modules, the ruleset, the plugins) creates a few hundred
-thousand objects that live until the process ends.  CPython's collector does not know that:
-every 700 new objects it scans the young ones, and each time the heap has grown by a quarter
-it scans all of them again, so loading pays for several full collections that find nothing
-to free.  Here, in aiaudit's own process only (the console entry point claims it with
-:func:`own_process`; an in-process caller of :func:`aiaudit.cli.main` or of the API keeps its
-collector as it is), the collector is off while a command loads (:func:`loading`: around
-building the parser, which imports the command's module, and around a scan's plugins,
-ruleset and host), and what loading made is then moved to the permanent generation
-(:func:`gc.freeze`) before the collector is turned back on.  The rules' own garbage is
-collected as usual, so a hostile host's cycles never pile up; what is frozen is what
-loading made, a bounded amount whatever the host.
+Loading a scan (some two hundred modules, the ruleset, the plugins) creates tens of
+thousands of container objects that live until the process ends. CPython's collector does
+not know that: every 700 new objects it scans the young ones, and each time the heap has
+grown by a quarter it scans all of them again, so loading pays for several full collections
+that find nothing to free. Here, in aiaudit's own process only (the console entry point
+claims it with :func:`own_process`; an in-process caller of :func:`aiaudit.cli.main` or of
+the API keeps its collector as it is), the collector is off while a command loads
+(:func:`loading`: around building the parser, which imports the command's module, and around
+a scan's plugins, ruleset and host), and what loading made is then moved to the permanent
+generation (:func:`gc.freeze`) before the collector is turned back on. The rules' own
+garbage is collected as usual, so a hostile host's cycles never pile up; what is frozen is
+what loading made (the host files it reads are bounded by the read caps). A module whose
+import drops cyclic garbage is followed by :func:`after_import`, so the freeze does not keep
+it.
 
 Measured (``bench/bench.py --instructions`` cases, 2026-12-02, with and without
 :func:`own_process`): prolog 340.8 -> 331.7 M (-2.7%), live dl-training JSON 745.7 ->
