@@ -75,11 +75,14 @@ def cache_path(source: str) -> str | None:
 
 class _Loader(SourceFileLoader):
     """The source loader, reading a matching timestamp ``.pyc`` directly.  ``source``: the
-    source file's ``stat`` as the finder saw it."""
+    source file's ``stat`` as the finder saw it; ``cache``: its :func:`cache_path`, as the
+    finder gave it to the spec."""
 
-    def __init__(self, fullname: str, path: str, source: stat_result | None = None) -> None:
+    def __init__(self, fullname: str, path: str, source: stat_result | None = None,
+                 cache: str | None = None) -> None:
         super().__init__(fullname, path)
         self.source = source
+        self.cache = cache
 
     def get_code(self, fullname: str) -> CodeType | None:
         """The module's code from its cache file when that is valid for the source as it is
@@ -91,7 +94,7 @@ class _Loader(SourceFileLoader):
         import marshal
 
         path = self.path
-        cache = cache_path(path)
+        cache = self.cache or cache_path(path)
         if cache is None:
             return None
         try:
@@ -140,11 +143,12 @@ class AiauditFinder:
                 continue
             if not S_ISREG(source.st_mode):
                 continue
-            spec = ModuleSpec(name, _Loader(name, file, source), origin=file,
+            cache = cache_path(file)
+            spec = ModuleSpec(name, _Loader(name, file, source, cache), origin=file,
                               is_package=package)
             if package:
                 spec.submodule_search_locations = [base]
-            spec.cached = cache_path(file)
+            spec.cached = cache
             spec.has_location = True
             return spec
         return None
