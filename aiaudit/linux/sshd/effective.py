@@ -30,10 +30,10 @@ def load_config(host: Host) -> Loaded:
     ``Include`` paths are re-rooted under the scanned root)."""
 
     def factory() -> Loaded:
-        skip = not_installed(host)
-        if skip is not None:
-            return Loaded(None, skip=skip)
         if not host.lstat_exists(MAIN_CONFIG):
+            skip = not_installed(host)
+            if skip is not None:
+                return Loaded(None, skip=skip)
             return Loaded(None, ParseError("openssh-server is installed but the file is "
                                            "missing: sshd will not start", source=MAIN_CONFIG))
         from aiaudit.linux.sshd import config as sp  # the parser: only where sshd is
